@@ -1,0 +1,38 @@
+# coredns-mcs: CoreDNS with the multicluster plugin.
+SHELL := /bin/bash
+GO ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null)
+LDFLAGS := -s -w -X main.version=$(VERSION) -X github.com/coredns/coredns/coremain.GitCommit=$(COMMIT)
+BINARY := build/coredns
+
+.PHONY: all build gen check-gen test test-unit test-e2e testbin run lint clean
+
+all: build
+
+build: ## build/coredns: static, version stamped
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BINARY) ./coredns
+
+gen: ## regenerate coredns/zplugin.go and coredns/zdirectives.go from plugin.cfg
+	$(GO) generate ./coredns
+
+testbin: ## build (once) kube-apiserver and etcd for the tests; prints their directory
+	@bash test/testbin/build.sh
+
+test: build ## unit tests with the race detector, then integration and end-to-end tests against a real API server
+	$(GO) test -race -count=1 ./plugin/... ./internal/... ./coredns/...
+	KUBEBUILDER_ASSETS="$$(bash test/testbin/build.sh)" COREDNS_BINARY="$(CURDIR)/$(BINARY)" \
+		$(GO) test -count=1 -timeout 15m ./test/...
+
+test-unit: ## unit tests only (seconds)
+	$(GO) test -race -count=1 ./plugin/... ./internal/... ./coredns/...
+
+run: build ## a local API server with example objects, and coredns on 127.0.0.1:1053
+	@bash test/run.sh
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf build release

@@ -1,0 +1,208 @@
+package multicluster
+
+import (
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// serviceKey names a service in the cluster set.
+type serviceKey struct {
+	namespace string
+	name      string
+}
+
+func (k serviceKey) String() string { return k.namespace + "/" + k.name }
+
+// servicePort is a port of an import, names and protocols lower case as DNS
+// names them.
+type servicePort struct {
+	name     string
+	protocol string
+	port     uint16
+}
+
+// endpoint is one ready address of a headless import.
+type endpoint struct {
+	host    string // the endpoint's hostname, else its address with '.' and ':' turned into '-'
+	cluster string
+	ip      net.IP
+	v6      bool
+}
+
+// view is everything the answers for one service need, prepared once when
+// the objects behind it change. Views are immutable once published: readers
+// use them without locks.
+type view struct {
+	key      serviceKey
+	headless bool
+	ipv4     []net.IP // ClusterSetIP
+	ipv6     []net.IP
+	ports    []servicePort
+	// endpoints of a headless import, ordered by cluster, host and address.
+	endpoints []endpoint
+	// derived is true for a ClusterSetIP import without IPs: with derived_prefix
+	// set, its addresses come from a local Service.
+	derived bool
+}
+
+// ips returns the ClusterSetIPs of one family.
+func (v *view) ips(v6 bool) []net.IP {
+	if v6 {
+		return v.ipv6
+	}
+	return v.ipv4
+}
+
+// readyEndpoints reports whether a headless import has a ready address.
+func (v *view) readyEndpoints() bool { return len(v.endpoints) > 0 }
+
+// ptrTarget is what a known address points back to.
+type ptrTarget struct {
+	key     serviceKey
+	host    string // empty for a ClusterSetIP
+	cluster string
+}
+
+// index is the plugin's only shared state: the views of all imported
+// services, how many imports each namespace holds, and a reverse map for PTR.
+// Writers replace whole views under the lock; readers take the read lock only
+// for the map lookup.
+type index struct {
+	mu         sync.RWMutex
+	views      map[serviceKey]*view
+	namespaces map[string]int
+	reverse    map[netip.Addr][]ptrTarget
+
+	serial atomic.Uint32 // Unix time of the last change, the zones' SOA serial
+}
+
+func newIndex() *index {
+	x := &index{
+		views:      make(map[serviceKey]*view),
+		namespaces: make(map[string]int),
+		reverse:    make(map[netip.Addr][]ptrTarget),
+	}
+	x.touch()
+	return x
+}
+
+// lookup returns the view of a service, or nil.
+func (x *index) lookup(namespace, name string) *view {
+	x.mu.RLock()
+	v := x.views[serviceKey{namespace: namespace, name: name}]
+	x.mu.RUnlock()
+	return v
+}
+
+// hasNamespace reports whether some import lives in namespace.
+func (x *index) hasNamespace(namespace string) bool {
+	x.mu.RLock()
+	n := x.namespaces[namespace]
+	x.mu.RUnlock()
+	return n > 0
+}
+
+// reverseLookup returns the names an address points back to.
+func (x *index) reverseLookup(addr netip.Addr) []ptrTarget {
+	x.mu.RLock()
+	t := x.reverse[addr]
+	x.mu.RUnlock()
+	return t
+}
+
+// len returns the number of services in the index.
+func (x *index) len() int {
+	x.mu.RLock()
+	n := len(x.views)
+	x.mu.RUnlock()
+	return n
+}
+
+// put publishes v, replacing the view of the same service; a nil v removes
+// the view of key.
+func (x *index) put(key serviceKey, v *view) {
+	x.mu.Lock()
+	old := x.views[key]
+	if old != nil {
+		x.unlinkLocked(old)
+	}
+	if v != nil {
+		x.views[key] = v
+		x.namespaces[key.namespace]++
+		x.linkLocked(v)
+	} else if old != nil {
+		delete(x.views, key)
+	}
+	x.mu.Unlock()
+	x.touch()
+}
+
+func (x *index) linkLocked(v *view) {
+	for _, ip := range v.ipv4 {
+		x.addReverseLocked(ip, ptrTarget{key: v.key})
+	}
+	for _, ip := range v.ipv6 {
+		x.addReverseLocked(ip, ptrTarget{key: v.key})
+	}
+	for _, e := range v.endpoints {
+		x.addReverseLocked(e.ip, ptrTarget{key: v.key, host: e.host, cluster: e.cluster})
+	}
+}
+
+func (x *index) unlinkLocked(v *view) {
+	if n := x.namespaces[v.key.namespace]; n <= 1 {
+		delete(x.namespaces, v.key.namespace)
+	} else {
+		x.namespaces[v.key.namespace] = n - 1
+	}
+	for _, ip := range v.ipv4 {
+		x.removeReverseLocked(ip, v.key)
+	}
+	for _, ip := range v.ipv6 {
+		x.removeReverseLocked(ip, v.key)
+	}
+	for _, e := range v.endpoints {
+		x.removeReverseLocked(e.ip, v.key)
+	}
+}
+
+func (x *index) addReverseLocked(ip net.IP, t ptrTarget) {
+	addr, ok := netip.AddrFromSlice(ip)
+	if !ok {
+		return
+	}
+	addr = addr.Unmap()
+	for _, have := range x.reverse[addr] {
+		if have == t {
+			return
+		}
+	}
+	x.reverse[addr] = append(x.reverse[addr], t)
+}
+
+// removeReverseLocked drops every target of key at ip. The slice is copied,
+// never edited in place, because readers may hold the old one.
+func (x *index) removeReverseLocked(ip net.IP, key serviceKey) {
+	addr, ok := netip.AddrFromSlice(ip)
+	if !ok {
+		return
+	}
+	addr = addr.Unmap()
+	old := x.reverse[addr]
+	kept := make([]ptrTarget, 0, len(old))
+	for _, t := range old {
+		if t.key != key {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == 0 {
+		delete(x.reverse, addr)
+		return
+	}
+	x.reverse[addr] = kept
+}
+
+func (x *index) touch() { x.serial.Store(uint32(time.Now().Unix())) } // #nosec G115 -- Unix time as SOA serial, as the kubernetes plugin does

@@ -1,0 +1,82 @@
+// Package multicluster serves Kubernetes Multi-Cluster Services DNS: the
+// clusterset zone of KEP-1645 from ServiceImports, and the same answers in
+// cluster-local zones for names that have no local Service.
+package multicluster
+
+import (
+	"sync/atomic"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/pkg/fall"
+)
+
+const (
+	pluginName = "multicluster"
+
+	defaultZone = "clusterset.local."
+	defaultTTL  = 5
+	maxTTL      = 3600
+)
+
+// Multicluster is the plugin.
+type Multicluster struct {
+	Next plugin.Handler
+
+	// Zones are the zones answered from imports: clusterset zones and the
+	// reverse zones PTR queries are answered in.
+	Zones []string
+	// Fallback are cluster-local zones in which a name without a local
+	// Service is answered from an import of that name.
+	Fallback []string
+	Fall     fall.F
+
+	ttl        uint32
+	namespaces map[string]struct{} // empty: all namespaces
+
+	kubeconfig string
+	context    string
+
+	index   *index
+	sources *sources
+	// local answers whether a Service exists in this cluster; set in OnStartup.
+	local localServices
+	// watch runs the informers; nil in tests that fill the index directly.
+	watch *watcher
+
+	// synced is true once every informer has synced.
+	synced atomic.Bool
+	// degraded holds why the clusterset zones cannot be served (a missing CRD
+	// or RBAC rule), or nil.
+	degraded atomic.Pointer[string]
+}
+
+// New returns a Multicluster with the defaults of the Corefile syntax.
+func New() *Multicluster {
+	x := newIndex()
+	return &Multicluster{
+		Zones:      []string{defaultZone},
+		ttl:        defaultTTL,
+		index:      x,
+		sources:    newSources(x),
+		namespaces: map[string]struct{}{},
+	}
+}
+
+// Name implements plugin.Handler.
+func (m *Multicluster) Name() string { return pluginName }
+
+// Ready implements ready.Readiness. A degraded plugin reports ready: it must
+// never hold back the cluster-local DNS served next to it.
+func (m *Multicluster) Ready() bool {
+	return m.degraded.Load() != nil || (m.synced.Load() && m.localSynced())
+}
+
+func (m *Multicluster) localSynced() bool {
+	return len(m.Fallback) == 0 || (m.local != nil && m.local.hasSynced())
+}
+
+// serving reports whether the index can be trusted: informers synced and
+// nothing missing.
+func (m *Multicluster) serving() bool {
+	return m.degraded.Load() == nil && m.synced.Load()
+}

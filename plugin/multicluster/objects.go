@@ -1,0 +1,299 @@
+package multicluster
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+
+	"github.com/coredns/coredns/plugin/kubernetes/object"
+	corev1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+)
+
+// Labels that tie an EndpointSlice to an import (the same in every mcs-api version).
+const (
+	labelServiceName   = mcsv1beta1.LabelServiceName
+	labelSourceCluster = mcsv1beta1.LabelSourceCluster
+)
+
+// importSpec is a ServiceImport reduced to what DNS needs; v1alpha1 and
+// v1beta1 objects reduce to the same thing. Informers store it in place of the
+// full object, so the cache holds only this. Parts that fail validation are
+// dropped and described in problems.
+type importSpec struct {
+	*object.Empty
+	key             serviceKey
+	resourceVersion string
+	headless        bool
+	ipv4, ipv6      []net.IP
+	ports           []servicePort
+	problems        []string
+}
+
+// sliceSpec is a multicluster EndpointSlice reduced to its ready endpoints.
+type sliceSpec struct {
+	*object.Empty
+	key             serviceKey // the import it belongs to
+	name            string     // the slice's own name
+	resourceVersion string
+	cluster         string
+	ports           []servicePort
+	endpoints       []endpoint
+	problems        []string
+}
+
+// importFields is the part of a ServiceImport, in any version, that DNS reads.
+type importFields struct {
+	namespace, name, resourceVersion string
+	typ                              string
+	ips                              []string
+	ports                            []portFields
+}
+
+type portFields struct {
+	name, protocol string
+	port           int32
+}
+
+func importFromV1beta1(si *mcsv1beta1.ServiceImport) importFields {
+	f := importFields{namespace: si.Namespace, name: si.Name, resourceVersion: si.ResourceVersion, typ: string(si.Spec.Type), ips: si.Spec.IPs}
+	for _, p := range si.Spec.Ports {
+		f.ports = append(f.ports, portFields{name: p.Name, protocol: string(p.Protocol), port: p.Port})
+	}
+	return f
+}
+
+func importFromV1alpha1(si *mcsv1alpha1.ServiceImport) importFields {
+	f := importFields{namespace: si.Namespace, name: si.Name, resourceVersion: si.ResourceVersion, typ: string(si.Spec.Type), ips: si.Spec.IPs}
+	for _, p := range si.Spec.Ports {
+		f.ports = append(f.ports, portFields{name: p.Name, protocol: string(p.Protocol), port: p.Port})
+	}
+	return f
+}
+
+// newImportSpec validates f. It fails only when the object cannot be named in
+// DNS at all; anything smaller is dropped and recorded in problems.
+func newImportSpec(f importFields) (*importSpec, error) {
+	if errs := validation.IsDNS1123Label(f.namespace); len(errs) > 0 {
+		return nil, fmt.Errorf("namespace %q is not a DNS label: %s", f.namespace, strings.Join(errs, "; "))
+	}
+	if errs := validation.IsDNS1123Label(f.name); len(errs) > 0 {
+		return nil, fmt.Errorf("name %q is not a DNS label: %s", f.name, strings.Join(errs, "; "))
+	}
+	s := &importSpec{key: serviceKey{namespace: f.namespace, name: f.name}, resourceVersion: f.resourceVersion}
+	switch f.typ {
+	case string(mcsv1beta1.Headless):
+		s.headless = true
+		if len(f.ips) > 0 {
+			s.problems = append(s.problems, "headless import has spec.ips; ignored")
+		}
+	case string(mcsv1beta1.ClusterSetIP):
+		s.ipv4, s.ipv6, s.problems = parseClusterSetIPs(f.ips)
+	case "":
+		// The CRD requires a type; an object that lacks one is most likely a
+		// ClusterSetIP import written by an old controller.
+		s.problems = append(s.problems, "spec.type is empty; treated as ClusterSetIP")
+		s.ipv4, s.ipv6, s.problems = parseClusterSetIPs(f.ips)
+	default:
+		return nil, fmt.Errorf("unknown spec.type %q", f.typ)
+	}
+	s.ports, s.problems = appendPorts(nil, f.ports, s.problems)
+	return s, nil
+}
+
+// parseClusterSetIPs keeps at most one address of each family, as a
+// dual-stack Service has.
+func parseClusterSetIPs(ips []string) (v4, v6 []net.IP, problems []string) {
+	for _, s := range ips {
+		ip := net.ParseIP(s)
+		switch {
+		case ip == nil:
+			problems = append(problems, fmt.Sprintf("spec.ips: %q is not an IP address; skipped", s))
+		case ip.To4() != nil:
+			if len(v4) > 0 {
+				problems = append(problems, fmt.Sprintf("spec.ips: more than one IPv4 address; %s skipped", s))
+				continue
+			}
+			v4 = append(v4, ip.To4())
+		default:
+			if len(v6) > 0 {
+				problems = append(problems, fmt.Sprintf("spec.ips: more than one IPv6 address; %s skipped", s))
+				continue
+			}
+			v6 = append(v6, ip)
+		}
+	}
+	return v4, v6, problems
+}
+
+// appendPorts validates ports the way Services constrain them: 1..65535, a
+// known protocol (TCP by default), names as DNS labels (SRV needs them).
+func appendPorts(dst []servicePort, ports []portFields, problems []string) ([]servicePort, []string) {
+	for _, p := range ports {
+		if p.port < 1 || p.port > 65535 {
+			problems = append(problems, fmt.Sprintf("port %q: number %d out of range; skipped", p.name, p.port))
+			continue
+		}
+		proto := strings.ToLower(p.protocol)
+		switch proto {
+		case "":
+			proto = "tcp"
+		case "tcp", "udp", "sctp":
+		default:
+			problems = append(problems, fmt.Sprintf("port %q: unknown protocol %q; skipped", p.name, p.protocol))
+			continue
+		}
+		name := strings.ToLower(p.name)
+		if name != "" && len(validation.IsDNS1123Label(name)) > 0 {
+			problems = append(problems, fmt.Sprintf("port name %q is not a DNS label; skipped", p.name))
+			continue
+		}
+		sp := servicePort{name: name, protocol: proto, port: uint16(p.port)}
+		if slices.Contains(dst, sp) {
+			continue
+		}
+		dst = append(dst, sp)
+	}
+	return dst, problems
+}
+
+// newSliceSpec reduces a multicluster EndpointSlice to its ready endpoints.
+func newSliceSpec(es *discovery.EndpointSlice) (*sliceSpec, error) {
+	svc := es.Labels[labelServiceName]
+	if errs := validation.IsDNS1123Label(svc); len(errs) > 0 {
+		return nil, fmt.Errorf("label %s=%q is not a service name", labelServiceName, svc)
+	}
+	cluster := strings.ToLower(es.Labels[labelSourceCluster])
+	if cluster == "" {
+		return nil, fmt.Errorf("no %s label: its endpoints cannot be named", labelSourceCluster)
+	}
+	if errs := validation.IsDNS1123Subdomain(cluster); len(errs) > 0 {
+		return nil, fmt.Errorf("label %s=%q is not a DNS name: %s", labelSourceCluster, cluster, strings.Join(errs, "; "))
+	}
+	s := &sliceSpec{
+		key:             serviceKey{namespace: es.Namespace, name: svc},
+		name:            es.Name,
+		resourceVersion: es.ResourceVersion,
+		cluster:         cluster,
+	}
+	var ports []portFields
+	for _, p := range es.Ports {
+		f := portFields{protocol: string(corev1.ProtocolTCP)}
+		if p.Name != nil {
+			f.name = *p.Name
+		}
+		if p.Protocol != nil {
+			f.protocol = string(*p.Protocol)
+		}
+		if p.Port != nil {
+			f.port = *p.Port
+		}
+		ports = append(ports, f)
+	}
+	s.ports, s.problems = appendPorts(nil, ports, nil)
+
+	family := es.AddressType
+	for _, e := range es.Endpoints {
+		if e.Conditions.Ready != nil && !*e.Conditions.Ready {
+			continue
+		}
+		hostname := ""
+		if e.Hostname != nil {
+			hostname = strings.ToLower(*e.Hostname)
+			if len(validation.IsDNS1123Label(hostname)) > 0 {
+				s.problems = append(s.problems, fmt.Sprintf("hostname %q is not a DNS label; addresses named instead", *e.Hostname))
+				hostname = ""
+			}
+		}
+		for _, a := range e.Addresses {
+			ip := net.ParseIP(a)
+			if ip == nil {
+				s.problems = append(s.problems, fmt.Sprintf("endpoint address %q is not an IP address; skipped", a))
+				continue
+			}
+			v6 := ip.To4() == nil
+			if (family == discovery.AddressTypeIPv4 && v6) || (family == discovery.AddressTypeIPv6 && !v6) {
+				s.problems = append(s.problems, fmt.Sprintf("endpoint address %s does not match addressType %s; skipped", a, family))
+				continue
+			}
+			if !v6 {
+				ip = ip.To4()
+			}
+			host := hostname
+			if host == "" {
+				host = dashedIP(a)
+			}
+			s.endpoints = append(s.endpoints, endpoint{host: host, cluster: cluster, ip: ip, v6: v6})
+		}
+	}
+	return s, nil
+}
+
+// dashedIP names an endpoint without a hostname after its address, as the
+// kubernetes plugin does: 10.0.0.1 -> 10-0-0-1, fd00::1 -> fd00--1.
+func dashedIP(ip string) string {
+	return strings.NewReplacer(".", "-", ":", "-").Replace(strings.ToLower(ip))
+}
+
+// newView builds the view of a service from its import and, for a headless
+// import, the slices of every cluster. imp must not be nil.
+func newView(imp *importSpec, slicesOf map[string]*sliceSpec) *view {
+	v := &view{key: imp.key, headless: imp.headless}
+	if !imp.headless {
+		v.ipv4, v.ipv6, v.ports = imp.ipv4, imp.ipv6, imp.ports
+		v.derived = len(imp.ipv4) == 0 && len(imp.ipv6) == 0
+		return v
+	}
+	// A headless import's ports come from its slices (each cluster exports
+	// the same Service, so they agree); the import's ports are the fallback.
+	for _, s := range slicesOf {
+		v.endpoints = append(v.endpoints, s.endpoints...)
+		for _, p := range s.ports {
+			if !slices.Contains(v.ports, p) {
+				v.ports = append(v.ports, p)
+			}
+		}
+	}
+	if len(v.ports) == 0 {
+		v.ports = imp.ports
+	}
+	slices.SortFunc(v.ports, func(a, b servicePort) int {
+		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.protocol, b.protocol), cmp.Compare(a.port, b.port))
+	})
+	slices.SortFunc(v.endpoints, func(a, b endpoint) int {
+		return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.host, b.host), compareIP(a.ip, b.ip))
+	})
+	// The same address reported twice (two slices of one cluster) answers once.
+	v.endpoints = slices.CompactFunc(v.endpoints, func(a, b endpoint) bool {
+		return a.cluster == b.cluster && a.host == b.host && a.ip.Equal(b.ip)
+	})
+	return v
+}
+
+func compareIP(a, b net.IP) int {
+	return strings.Compare(string(a), string(b))
+}
+
+// The specs are what informer stores hold, so they are Kubernetes objects as
+// far as the store's key function and the reflector care.
+
+func (s *importSpec) GetNamespace() string           { return s.key.namespace }
+func (s *importSpec) SetNamespace(string)            {}
+func (s *importSpec) GetName() string                { return s.key.name }
+func (s *importSpec) SetName(string)                 {}
+func (s *importSpec) GetResourceVersion() string     { return s.resourceVersion }
+func (s *importSpec) SetResourceVersion(string)      {}
+func (s *importSpec) DeepCopyObject() runtime.Object { c := *s; return &c }
+func (s *sliceSpec) GetNamespace() string            { return s.key.namespace }
+func (s *sliceSpec) SetNamespace(string)             {}
+func (s *sliceSpec) GetName() string                 { return s.name }
+func (s *sliceSpec) SetName(string)                  {}
+func (s *sliceSpec) GetResourceVersion() string      { return s.resourceVersion }
+func (s *sliceSpec) SetResourceVersion(string)       {}
+func (s *sliceSpec) DeepCopyObject() runtime.Object  { c := *s; return &c }

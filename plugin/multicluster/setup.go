@@ -1,0 +1,272 @@
+package multicluster
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/kubernetes"
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/util/validation"
+	kubeclient "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
+)
+
+var log = clog.NewWithPlugin(pluginName)
+
+// startupWait bounds how long start-up waits for the first sync, so that a
+// slow API server delays the server a little, never indefinitely.
+const startupWait = 5 * time.Second
+
+func init() { plugin.Register(pluginName, setup) }
+
+func setup(c *caddy.Controller) error {
+	m, err := parse(c)
+	if err != nil {
+		return plugin.Error(pluginName, err)
+	}
+
+	// In OnStartup every plugin of the server block exists, so the kubernetes
+	// plugin's cache of Services can be found and shared.
+	c.OnStartup(func() error {
+		if k, ok := dnsserver.GetConfig(c).Handler("kubernetes").(*kubernetes.Kubernetes); ok && k.APIConn != nil {
+			m.local = kubernetesServices{cache: k.APIConn}
+		}
+		if err := m.startWatching(); err != nil {
+			return plugin.Error(pluginName, err)
+		}
+		return nil
+	})
+	c.OnShutdown(func() error {
+		if m.watch != nil {
+			m.watch.stop()
+		}
+		return nil
+	})
+
+	dnsserver.GetConfig(c).AddPlugin(func(next plugin.Handler) plugin.Handler {
+		m.Next = next
+		return m
+	})
+	return nil
+}
+
+// startWatching connects to the API server and starts the informers. It
+// waits a little for the first sync; the plugin reports not ready until then.
+func (m *Multicluster) startWatching() error {
+	cfg, err := m.restConfig()
+	if err != nil {
+		return err
+	}
+	cfg.UserAgent = "coredns-mcs/" + pluginName
+	kube, err := kubeclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	mcs, err := mcsclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("mcs-api client: %w", err)
+	}
+	w := &watcher{
+		kube:        kube,
+		mcs:         mcs,
+		namespaces:  slices.Sorted(mapKeys(m.namespaces)),
+		sources:     m.sources,
+		health:      newHealth(func(reason *string) { m.degraded.Store(reason) }),
+		ownServices: len(m.Fallback) > 0 && m.local == nil,
+		retry:       time.Second,
+	}
+	synced := make(chan struct{})
+	w.start(func() {
+		m.synced.Store(true)
+		close(synced)
+	})
+	if w.ownServices {
+		m.local = informerServices{store: w.services, synced: w.servicesOK}
+	}
+	m.watch = w
+
+	timeout := time.NewTimer(startupWait)
+	defer timeout.Stop()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-synced:
+			return nil
+		case <-timeout.C:
+			log.Warningf("Not synced after %s; serving continues and readiness follows the sync", startupWait)
+			return nil
+		case <-tick.C:
+			if m.degraded.Load() != nil {
+				return nil // already logged; waiting would change nothing
+			}
+		}
+	}
+}
+
+// restConfig returns the client configuration: the kubeconfig file and
+// context of the Corefile, else the in-cluster configuration.
+func (m *Multicluster) restConfig() (*rest.Config, error) {
+	if m.kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster configuration (set kubeconfig to run outside a cluster): %w", err)
+		}
+		return cfg, nil
+	}
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: m.kubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: m.context},
+	)
+	cfg, err := loader.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", m.kubeconfig, err)
+	}
+	return cfg, nil
+}
+
+func mapKeys(m map[string]struct{}) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// parse reads the multicluster stanza of a server block.
+func parse(c *caddy.Controller) (*Multicluster, error) {
+	m := New()
+	seen := false
+	for c.Next() {
+		if seen {
+			return nil, plugin.ErrOnce
+		}
+		seen = true
+
+		if args := c.RemainingArgs(); len(args) > 0 {
+			zones, err := normalizeZones(c, args)
+			if err != nil {
+				return nil, err
+			}
+			m.Zones = zones
+		}
+		options := map[string]bool{}
+		for c.NextBlock() {
+			option := c.Val()
+			if options[option] {
+				return nil, c.Errf("option %q given twice", option)
+			}
+			options[option] = true
+			if err := parseOption(c, m, option); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, z := range m.Fallback {
+		if slices.Contains(m.Zones, z) {
+			return nil, c.Errf("fallback zone %q is also a multicluster zone: a zone is answered either from imports or locally first", z)
+		}
+	}
+	if len(m.Fall.Zones) == 0 {
+		m.Fall.Zones = nil
+	}
+	return m, nil
+}
+
+func parseOption(c *caddy.Controller, m *Multicluster, option string) error {
+	args := c.RemainingArgs()
+	switch option {
+	case "kubeconfig":
+		if len(args) < 1 || len(args) > 2 {
+			return c.Errf("kubeconfig needs a file and optionally a context, got %d arguments", len(args))
+		}
+		if _, err := os.Stat(args[0]); err != nil {
+			return c.Errf("kubeconfig: %v", err)
+		}
+		m.kubeconfig = args[0]
+		if len(args) == 2 {
+			m.context = args[1]
+		}
+	case "namespaces":
+		if len(args) == 0 {
+			return c.Errf("namespaces needs at least one namespace")
+		}
+		for _, ns := range args {
+			if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+				return c.Errf("namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+			}
+			m.namespaces[ns] = struct{}{}
+		}
+	case "fallback":
+		if len(args) == 0 {
+			return c.Errf("fallback needs at least one zone, such as cluster.local")
+		}
+		zones, err := normalizeZones(c, args)
+		if err != nil {
+			return err
+		}
+		for _, z := range zones {
+			if isReverseZone(z) {
+				return c.Errf("fallback zone %q is a reverse zone: PTR queries are answered in the multicluster zones", z)
+			}
+		}
+		m.Fallback = zones
+	case "ttl":
+		if len(args) != 1 {
+			return c.Errf("ttl needs exactly one value, got %d", len(args))
+		}
+		ttl, err := strconv.Atoi(args[0])
+		if err != nil {
+			return c.Errf("ttl %q is not a number", args[0])
+		}
+		if ttl < 0 || ttl > maxTTL {
+			return c.Errf("ttl must be in range [0, %d]: %d", maxTTL, ttl)
+		}
+		m.ttl = uint32(ttl)
+	case "fallthrough":
+		if _, err := normalizeZones(c, args); err != nil {
+			return err
+		}
+		m.Fall.SetZonesFromArgs(args)
+	default:
+		return c.Errf("unknown property %q", option)
+	}
+	return nil
+}
+
+// normalizeZones turns zone arguments (names or CIDRs) into lower-case
+// fully qualified names, refusing anything that is not a domain name.
+func normalizeZones(c *caddy.Controller, args []string) ([]string, error) {
+	var zones []string
+	for _, arg := range args {
+		if strings.Contains(arg, "://") {
+			return nil, c.Errf("zone %q: give a name, not a URL", arg)
+		}
+		normalized := plugin.Host(arg).NormalizeExact()
+		if len(normalized) == 0 {
+			return nil, c.Errf("zone %q is not a valid domain name or CIDR", arg)
+		}
+		for _, z := range normalized {
+			z = strings.ToLower(z)
+			if _, ok := dns.IsDomainName(z); !ok || strings.Contains(z, "..") || strings.ContainsAny(z, " \\/:@") {
+				return nil, c.Errf("zone %q is not a valid domain name", arg)
+			}
+			if !slices.Contains(zones, z) {
+				zones = append(zones, z)
+			}
+		}
+	}
+	return zones, nil
+}

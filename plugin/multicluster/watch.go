@@ -1,0 +1,439 @@
+package multicluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coredns/coredns/plugin/kubernetes/object"
+	corev1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
+)
+
+const (
+	mcsGroup       = "multicluster.x-k8s.io"
+	importResource = "serviceimports"
+)
+
+// Reasons the plugin can be degraded, the reason label of degradedGauge.
+const (
+	reasonCRD         = "crd"
+	reasonImportRBAC  = "rbac_serviceimports"
+	reasonSliceRBAC   = "rbac_endpointslices"
+	reasonServiceRBAC = "rbac_services"
+)
+
+// watcher runs the informers that feed the index: ServiceImports (in the
+// version the API server serves), the EndpointSlices of imports, and, when no
+// kubernetes plugin shares its cache, local Services.
+type watcher struct {
+	kube       kubernetes.Interface
+	mcs        mcsclient.Interface
+	namespaces []string // empty: all
+	sources    *sources
+	health     *health
+
+	// ownServices makes the watcher cache local Services itself.
+	ownServices bool
+	services    cache.Store
+	servicesOK  func() bool
+
+	// retry is the wait between discovery attempts while the CRD is missing.
+	retry time.Duration
+
+	mu      sync.Mutex
+	version string // the ServiceImport version watched, once found
+	synced  []cache.InformerSynced
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// start begins watching in the background; onSynced runs once every
+// informer has synced.
+func (w *watcher) start(onSynced func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	w.done = make(chan struct{})
+
+	if w.ownServices {
+		store, ctrl := newInformer(serviceListWatch(w.kube), w.kube, &corev1.Service{}, toService, w.guard(reasonServiceRBAC, "services"), nil)
+		w.services = store
+		w.servicesOK = ctrl.HasSynced
+		go ctrl.RunWithContext(ctx)
+	}
+	go func() {
+		defer close(w.done)
+		version, ok := w.discover(ctx)
+		if !ok {
+			return
+		}
+		w.mu.Lock()
+		w.version = version
+		w.mu.Unlock()
+		log.Infof("Watching ServiceImports %s/%s", mcsGroup, version)
+
+		var synced []cache.InformerSynced
+		for _, ns := range w.watchNamespaces() {
+			_, ic := newInformer(importListWatch(w.mcs, version, ns), w.mcs, importObjectType(version), toImportSpec, w.guard(reasonImportRBAC, importResource), importHandler(w.sources))
+			_, sc := newInformer(sliceListWatch(w.kube, ns), w.kube, &discovery.EndpointSlice{}, toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), sliceHandler(w.sources))
+			go ic.RunWithContext(ctx)
+			go sc.RunWithContext(ctx)
+			synced = append(synced, ic.HasSynced, sc.HasSynced)
+		}
+		w.mu.Lock()
+		w.synced = synced
+		w.mu.Unlock()
+		if cache.WaitForCacheSync(ctx.Done(), synced...) {
+			log.Infof("Synced %d ServiceImports", w.sources.index.len())
+			onSynced()
+		}
+	}()
+}
+
+// stop ends every informer and waits for the discovery loop.
+func (w *watcher) stop() {
+	if w.cancel == nil {
+		return
+	}
+	w.cancel()
+	<-w.done
+}
+
+func (w *watcher) watchNamespaces() []string {
+	if len(w.namespaces) == 0 {
+		return []string{corev1.NamespaceAll}
+	}
+	return w.namespaces
+}
+
+// discover finds the ServiceImport version to watch, preferring v1beta1.
+// While neither is served the plugin is degraded, and discovery is retried
+// with a growing wait, so that installing the CRD heals it.
+func (w *watcher) discover(ctx context.Context) (string, bool) {
+	wait := w.retry
+	for {
+		version, err := servedImportVersion(w.kube)
+		if err == nil {
+			w.health.clear(reasonCRD)
+			return version, true
+		}
+		w.health.set(reasonCRD, err.Error())
+		select {
+		case <-ctx.Done():
+			return "", false
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+var errCRDMissing = errors.New("the ServiceImport CRD (" + importResource + "." + mcsGroup + ") is not installed: apply manifests/crds")
+
+// servedImportVersion asks discovery which ServiceImport version is served.
+func servedImportVersion(kube kubernetes.Interface) (string, error) {
+	for _, version := range []string{"v1beta1", "v1alpha1"} {
+		list, err := kube.Discovery().ServerResourcesForGroupVersion(mcsGroup + "/" + version)
+		if err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return "", fmt.Errorf("discovery of %s/%s: %w", mcsGroup, version, err)
+		}
+		if slices.ContainsFunc(list.APIResources, func(r meta.APIResource) bool { return r.Name == importResource }) {
+			return version, nil
+		}
+	}
+	return "", errCRDMissing
+}
+
+// guard reports list and watch failures that no retry will fix (a missing
+// RBAC rule or CRD) as a degraded reason, and clears it on success.
+func (w *watcher) guard(reason, resource string) func(error) {
+	return func(err error) {
+		switch {
+		case err == nil:
+			w.health.clear(reason)
+		case apierrors.IsForbidden(err):
+			w.health.set(reason, fmt.Sprintf("not allowed to list and watch %s: grant the ClusterRole in manifests/rbac (%v)", resource, err))
+		case apierrors.IsNotFound(err) && reason == reasonImportRBAC:
+			w.health.set(reasonCRD, errCRDMissing.Error())
+		}
+	}
+}
+
+func importObjectType(version string) runtime.Object {
+	if version == "v1alpha1" {
+		return &mcsv1alpha1.ServiceImport{}
+	}
+	return &mcsv1beta1.ServiceImport{}
+}
+
+func importListWatch(c mcsclient.Interface, version, ns string) *cache.ListWatch {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o meta.ListOptions) (runtime.Object, error) {
+			return c.MulticlusterV1beta1().ServiceImports(ns).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o meta.ListOptions) (watch.Interface, error) {
+			return c.MulticlusterV1beta1().ServiceImports(ns).Watch(ctx, o)
+		},
+	}
+	if version == "v1alpha1" {
+		lw = &cache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o meta.ListOptions) (runtime.Object, error) {
+				return c.MulticlusterV1alpha1().ServiceImports(ns).List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o meta.ListOptions) (watch.Interface, error) {
+				return c.MulticlusterV1alpha1().ServiceImports(ns).Watch(ctx, o)
+			},
+		}
+	}
+	return lw
+}
+
+func sliceListWatch(c kubernetes.Interface, ns string) *cache.ListWatch {
+	withLabel := func(o meta.ListOptions) meta.ListOptions {
+		o.LabelSelector = labelServiceName
+		return o
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o meta.ListOptions) (runtime.Object, error) {
+			return c.DiscoveryV1().EndpointSlices(ns).List(ctx, withLabel(o))
+		},
+		WatchFuncWithContext: func(ctx context.Context, o meta.ListOptions) (watch.Interface, error) {
+			return c.DiscoveryV1().EndpointSlices(ns).Watch(ctx, withLabel(o))
+		},
+	}
+}
+
+func serviceListWatch(c kubernetes.Interface) *cache.ListWatch {
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o meta.ListOptions) (runtime.Object, error) {
+			return c.CoreV1().Services(corev1.NamespaceAll).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o meta.ListOptions) (watch.Interface, error) {
+			return c.CoreV1().Services(corev1.NamespaceAll).Watch(ctx, o)
+		},
+	}
+}
+
+// Conversions from API objects to what the stores keep.
+
+func toImportSpec(obj meta.Object) (meta.Object, error) {
+	var f importFields
+	switch si := obj.(type) {
+	case *mcsv1beta1.ServiceImport:
+		f = importFromV1beta1(si)
+	case *mcsv1alpha1.ServiceImport:
+		f = importFromV1alpha1(si)
+	default:
+		return nil, fmt.Errorf("unexpected object %T", obj)
+	}
+	return newImportSpec(f)
+}
+
+func toSliceSpec(obj meta.Object) (meta.Object, error) {
+	es, ok := obj.(*discovery.EndpointSlice)
+	if !ok {
+		return nil, fmt.Errorf("unexpected object %T", obj)
+	}
+	return newSliceSpec(es)
+}
+
+func toService(obj meta.Object) (meta.Object, error) { return object.ToService(obj) }
+
+// Handlers from store events to sources.
+
+type handler struct {
+	set    func(meta.Object)
+	delete func(meta.Object)
+}
+
+func importHandler(s *sources) *handler {
+	return &handler{
+		set:    func(o meta.Object) { s.setImport(o.(*importSpec)) },
+		delete: func(o meta.Object) { s.deleteImport(o.(*importSpec).key) },
+	}
+}
+
+func sliceHandler(s *sources) *handler {
+	return &handler{
+		set:    func(o meta.Object) { s.setSlice(o.(*sliceSpec)) },
+		delete: func(o meta.Object) { s.deleteSlice(o.GetNamespace(), o.GetName()) },
+	}
+}
+
+// problemReporter is implemented by specs that dropped malformed parts.
+type problemReporter interface{ takeProblems() []string }
+
+func (s *importSpec) takeProblems() []string { p := s.problems; s.problems = nil; return p }
+func (s *sliceSpec) takeProblems() []string  { p := s.problems; s.problems = nil; return p }
+
+// newInformer returns a store of converted objects and the controller that
+// fills it. Unlike a plain informer it logs an object that fails conversion
+// once per version and drops it (an earlier good version is withdrawn),
+// and it keeps the reflector quiet about errors onError turns into a
+// degraded state.
+func newInformer(lw *cache.ListWatch, client any, objType runtime.Object, convert object.ToFunc, onError func(error), h *handler) (cache.Store, cache.Controller) {
+	store := cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)
+	kind := fmt.Sprintf("%T", objType)
+	kind = kind[strings.LastIndexByte(kind, '.')+1:]
+	metricKind := strings.ToLower(kind)
+	process := func(obj any, _ bool) error {
+		for _, d := range obj.(cache.Deltas) {
+			switch d.Type {
+			case cache.Sync, cache.Replaced, cache.Added, cache.Updated:
+				in, ok := d.Object.(meta.Object)
+				if !ok {
+					continue
+				}
+				old, exists, _ := store.Get(in)
+				sameVersion := exists && old.(meta.Object).GetResourceVersion() == in.GetResourceVersion()
+				out, err := convert(in)
+				if err != nil {
+					if !sameVersion {
+						log.Warningf("Skipping %s %s/%s (resourceVersion %s): %v", kind, in.GetNamespace(), in.GetName(), in.GetResourceVersion(), err)
+						malformedTotal.WithLabelValues(metricKind).Inc()
+					}
+					if exists {
+						_ = store.Delete(old)
+						if h != nil {
+							h.delete(old.(meta.Object))
+						}
+					}
+					continue
+				}
+				if p, ok := out.(problemReporter); ok {
+					if problems := p.takeProblems(); len(problems) > 0 && !sameVersion {
+						log.Warningf("%s %s/%s (resourceVersion %s): %s", kind, in.GetNamespace(), in.GetName(), in.GetResourceVersion(), strings.Join(problems, "; "))
+						malformedTotal.WithLabelValues(metricKind).Inc()
+					}
+				}
+				if err := store.Add(out); err != nil {
+					return err
+				}
+				if h != nil {
+					h.set(out.(meta.Object))
+				}
+			case cache.Deleted:
+				var key string
+				switch o := d.Object.(type) {
+				case cache.DeletedFinalStateUnknown:
+					key = o.Key
+				case meta.Object:
+					key = o.GetNamespace() + "/" + o.GetName()
+					if o.GetNamespace() == "" {
+						key = o.GetName()
+					}
+				default:
+					continue
+				}
+				old, exists, _ := store.GetByKey(key)
+				if !exists {
+					continue
+				}
+				_ = store.Delete(old)
+				if h != nil {
+					h.delete(old.(meta.Object))
+				}
+			}
+		}
+		if h != nil {
+			objects.WithLabelValues(metricKind).Set(float64(len(store.ListKeys())))
+		}
+		return nil
+	}
+	cfg := &cache.Config{
+		Queue:            cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: store, EmitDeltaTypeReplaced: true}),
+		ListerWatcher:    cache.ToListWatcherWithWatchListSemantics(reporting(lw, onError), client),
+		ObjectType:       objType,
+		Process:          process,
+		FullResyncPeriod: 0,
+		WatchErrorHandlerWithContext: func(ctx context.Context, r *cache.Reflector, err error) {
+			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+				return // reported once as a degraded state
+			}
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+		},
+	}
+	return store, cache.New(cfg)
+}
+
+// reporting returns lw with the outcome of every list and watch call passed
+// to report.
+func reporting(lw *cache.ListWatch, report func(error)) *cache.ListWatch {
+	list, watchFunc := lw.ListWithContextFunc, lw.WatchFuncWithContext
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o meta.ListOptions) (runtime.Object, error) {
+			obj, err := list(ctx, o)
+			report(err)
+			return obj, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o meta.ListOptions) (watch.Interface, error) {
+			wi, err := watchFunc(ctx, o)
+			report(err)
+			return wi, err
+		},
+	}
+}
+
+// health tracks why the plugin is degraded. Each reason is logged when it
+// appears and when it clears, not on every retry.
+type health struct {
+	mu      sync.Mutex
+	reasons map[string]string
+	publish func(*string) // sets the plugin's degraded state
+}
+
+func newHealth(publish func(*string)) *health {
+	return &health{reasons: map[string]string{}, publish: publish}
+}
+
+func (h *health) set(reason, msg string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.reasons[reason]; !ok {
+		log.Errorf("Degraded, clusterset zones answer SERVFAIL until this is fixed: %s", msg)
+		degradedGauge.WithLabelValues(reason).Set(1)
+	}
+	h.reasons[reason] = msg
+	h.publishLocked()
+}
+
+func (h *health) clear(reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.reasons[reason]; !ok {
+		return
+	}
+	delete(h.reasons, reason)
+	degradedGauge.WithLabelValues(reason).Set(0)
+	log.Infof("Recovered: %s", reason)
+	h.publishLocked()
+}
+
+func (h *health) publishLocked() {
+	if len(h.reasons) == 0 {
+		h.publish(nil)
+		return
+	}
+	msgs := make([]string, 0, len(h.reasons))
+	for _, m := range h.reasons {
+		msgs = append(msgs, m)
+	}
+	slices.Sort(msgs)
+	msg := strings.Join(msgs, "; ")
+	h.publish(&msg)
+}
