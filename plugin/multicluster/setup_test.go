@@ -1,0 +1,170 @@
+package multicluster
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/coredns/caddy"
+)
+
+func TestParseDefaults(t *testing.T) {
+	m, err := parse(caddy.NewTestController("dns", "multicluster"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m.Zones, []string{"clusterset.local."}) {
+		t.Errorf("zones %v, want [clusterset.local.]", m.Zones)
+	}
+	if m.ttl != 5 || len(m.Fallback) != 0 || m.Fall.Zones != nil || m.kubeconfig != "" || len(m.namespaces) != 0 {
+		t.Errorf("unexpected defaults: %+v", m)
+	}
+}
+
+func TestParseEveryOption(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	input := `multicluster ClusterSet.Local 10.0.0.0/24 ip6.arpa {
+		kubeconfig ` + kubeconfig + ` member2
+		namespaces default shop
+		fallback cluster.local
+		ttl 30
+		fallthrough in-addr.arpa
+	}`
+	m, err := parse(caddy.NewTestController("dns", input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"clusterset.local.", "0.0.10.in-addr.arpa.", "ip6.arpa."}; !slices.Equal(m.Zones, want) {
+		t.Errorf("zones %v, want %v", m.Zones, want)
+	}
+	if m.kubeconfig != kubeconfig || m.context != "member2" {
+		t.Errorf("kubeconfig %q context %q", m.kubeconfig, m.context)
+	}
+	if _, ok := m.namespaces["shop"]; !ok || len(m.namespaces) != 2 {
+		t.Errorf("namespaces %v", m.namespaces)
+	}
+	if !slices.Equal(m.Fallback, []string{"cluster.local."}) {
+		t.Errorf("fallback %v", m.Fallback)
+	}
+	if m.ttl != 30 {
+		t.Errorf("ttl %d", m.ttl)
+	}
+	if !slices.Equal(m.Fall.Zones, []string{"in-addr.arpa."}) {
+		t.Errorf("fallthrough %v", m.Fall.Zones)
+	}
+}
+
+func TestParseFallthroughAllZones(t *testing.T) {
+	m, err := parse(caddy.NewTestController("dns", "multicluster {\n fallthrough\n}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m.Fall.Zones, []string{"."}) {
+		t.Errorf("fallthrough without zones: %v, want [.]", m.Fall.Zones)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		input string
+		want  string // in the error, with the line number
+	}{
+		{"multicluster {\n bogus\n}", `Testfile:2 - Error during parsing: unknown property "bogus"`},
+		{"multicluster {\n ttl\n}", "Testfile:2 - Error during parsing: ttl needs exactly one value"},
+		{"multicluster {\n ttl 1 2\n}", "ttl needs exactly one value, got 2"},
+		{"multicluster {\n ttl five\n}", `ttl "five" is not a number`},
+		{"multicluster {\n ttl -1\n}", "ttl must be in range [0, 3600]: -1"},
+		{"multicluster {\n ttl 3601\n}", "ttl must be in range [0, 3600]: 3601"},
+		{"multicluster {\n\n namespaces\n}", "Testfile:3 - Error during parsing: namespaces needs at least one namespace"},
+		{"multicluster {\n namespaces Bad_NS\n}", `namespaces: "Bad_NS" is not a namespace name`},
+		{"multicluster {\n fallback\n}", "fallback needs at least one zone"},
+		{"multicluster {\n fallback in-addr.arpa\n}", `fallback zone "in-addr.arpa." is a reverse zone`},
+		{"multicluster cluster.local {\n fallback cluster.local\n}", `fallback zone "cluster.local." is also a multicluster zone`},
+		{"multicluster {\n kubeconfig\n}", "kubeconfig needs a file and optionally a context, got 0 arguments"},
+		{"multicluster {\n kubeconfig /nonexistent/kubeconfig\n}", "kubeconfig: stat /nonexistent/kubeconfig: no such file or directory"},
+		{"multicluster {\n kubeconfig a b c\n}", "got 3 arguments"},
+		{"multicluster clusterset..local", `zone "clusterset..local" is not a valid domain name`},
+		{"multicluster http://clusterset.local", `zone "http://clusterset.local": give a name, not a URL`},
+		{"multicluster {\n fallback cluster..local\n}", `zone "cluster..local" is not a valid domain name`},
+		{"multicluster {\n fallthrough bad..zone\n}", `zone "bad..zone" is not a valid domain name`},
+		{"multicluster {\n ttl 5\n ttl 6\n}", `Testfile:3 - Error during parsing: option "ttl" given twice`},
+		{"multicluster\nmulticluster", "this plugin can only be used once per Server Block"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.want, func(t *testing.T) {
+			_, err := parse(caddy.NewTestController("dns", tc.input))
+			if err == nil {
+				t.Fatalf("parse(%q) succeeded, want an error with %q", tc.input, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("parse(%q) = %q, want it to contain %q", tc.input, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestReadmeCorefiles parses every multicluster stanza of the plugin's
+// README, so that the documentation never shows a Corefile that fails.
+func TestReadmeCorefiles(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := regexp.MustCompile("(?s)~~~ (?:corefile|txt)\n(.*?)~~~").FindAllSubmatch(readme, -1)
+	n := 0
+	for _, b := range blocks {
+		stanzas := extractStanzas(string(b[1]))
+		for _, s := range stanzas {
+			n++
+			if strings.Contains(s, "KUBECONFIG") || strings.Contains(s, "NAMESPACE...") {
+				continue // the syntax synopsis
+			}
+			s = strings.ReplaceAll(s, "/etc/coredns/kubeconfig", writeKubeconfig(t))
+			if _, err := parse(caddy.NewTestController("dns", s)); err != nil {
+				t.Errorf("README stanza does not parse: %v\n%s", err, s)
+			}
+		}
+	}
+	if n < 4 {
+		t.Errorf("found %d multicluster stanzas in README.md, want at least 4", n)
+	}
+}
+
+// extractStanzas returns each "multicluster ..." stanza of a Corefile with
+// its block, if any.
+func extractStanzas(corefile string) []string {
+	var out []string
+	lines := strings.Split(corefile, "\n")
+	for i := 0; i < len(lines); i++ {
+		line := strings.TrimSpace(lines[i])
+		if !strings.HasPrefix(line, "multicluster") {
+			continue
+		}
+		stanza := line
+		if strings.HasSuffix(line, "{") {
+			depth := 1
+			for i++; i < len(lines) && depth > 0; i++ {
+				l := strings.TrimSpace(lines[i])
+				depth += strings.Count(l, "{") - strings.Count(l, "}")
+				stanza += "\n" + l
+			}
+			i--
+		}
+		out = append(out, stanza)
+	}
+	return out
+}
+
+func writeKubeconfig(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(p, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,228 @@
+package multicluster
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsfake "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/fake"
+)
+
+// startFakeWatcher runs the plugin's informers against fake clientsets and
+// waits for them to sync.
+func startFakeWatcher(t *testing.T, namespaces ...string) (*Multicluster, *kubefake.Clientset, *mcsfake.Clientset) {
+	t.Helper()
+	kube := kubefake.NewClientset()
+	kube.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*meta.APIResourceList{{
+		GroupVersion: mcsGroup + "/v1beta1",
+		APIResources: []meta.APIResource{{Name: importResource, Namespaced: true, Kind: "ServiceImport"}},
+	}}
+	mcs := mcsfake.NewSimpleClientset()
+	m := New()
+	m.Fallback = []string{"cluster.local."}
+	for _, ns := range namespaces {
+		m.namespaces[ns] = struct{}{}
+	}
+	w := &watcher{kube: kube, mcs: noWatchList{mcs}, namespaces: namespaces, sources: m.sources, ownServices: true, retry: 10 * time.Millisecond,
+		health: newHealth(func(r *string) { m.degraded.Store(r) })}
+	synced := make(chan struct{})
+	w.start(func() { m.synced.Store(true); close(synced) })
+	m.local = informerServices{store: w.services, synced: w.servicesOK}
+	m.watch = w
+	t.Cleanup(w.stop)
+	select {
+	case <-synced:
+	case <-time.After(10 * time.Second):
+		t.Fatal("informers did not sync")
+	}
+	return m, kube, mcs
+}
+
+// noWatchList tells the reflector that the generated fake clientset cannot
+// stream initial events, as client-go's own fakes say of themselves.
+type noWatchList struct{ *mcsfake.Clientset }
+
+func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+
+// eventually polls cond for up to 5 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func serviceImport(ns, name string, ips ...string) *mcsv1beta1.ServiceImport {
+	return &mcsv1beta1.ServiceImport{
+		ObjectMeta: meta.ObjectMeta{Namespace: ns, Name: name},
+		Spec: mcsv1beta1.ServiceImportSpec{
+			Type:  mcsv1beta1.ClusterSetIP,
+			IPs:   ips,
+			Ports: []mcsv1beta1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}},
+		},
+	}
+}
+
+func ipsOf(v *view) []string {
+	var out []string
+	for _, ip := range append(append([]net.IP{}, v.ipv4...), v.ipv6...) {
+		out = append(out, ip.String())
+	}
+	return out
+}
+
+func TestWatchImportLifecycle(t *testing.T) {
+	m, _, mcs := startFakeWatcher(t)
+	ctx := context.Background()
+	imports := mcs.MulticlusterV1beta1().ServiceImports("ns1")
+
+	if _, err := imports.Create(ctx, serviceImport("ns1", "web", "10.42.0.1"), meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the import to appear", func() bool {
+		v := m.index.lookup("ns1", "web")
+		return v != nil && len(v.ipv4) == 1 && v.ipv4[0].String() == "10.42.0.1"
+	})
+	if !m.index.hasNamespace("ns1") {
+		t.Errorf("namespace ns1 not known")
+	}
+
+	// IPs change, dual-stack.
+	if _, err := imports.Update(ctx, serviceImport("ns1", "web", "10.42.0.9", "fd00::9"), meta.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new IPs", func() bool {
+		v := m.index.lookup("ns1", "web")
+		got := ipsOf(v)
+		return len(got) == 2 && got[0] == "10.42.0.9" && got[1] == "fd00::9"
+	})
+
+	if err := imports.Delete(ctx, "web", meta.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the import to go", func() bool { return m.index.lookup("ns1", "web") == nil })
+	if m.index.hasNamespace("ns1") {
+		t.Errorf("namespace ns1 still known after its only import went")
+	}
+}
+
+func TestWatchSkipsMalformedParts(t *testing.T) {
+	m, _, mcs := startFakeWatcher(t)
+	ctx := context.Background()
+	si := serviceImport("ns1", "odd", "not-an-ip", "10.1.1.1", "10.1.1.2", "fd00::1")
+	si.Spec.Ports = append(si.Spec.Ports, mcsv1beta1.ServicePort{Name: "bad", Port: 70000})
+	if _, err := mcs.MulticlusterV1beta1().ServiceImports("ns1").Create(ctx, si, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// An import of an unknown type is skipped whole.
+	bad := serviceImport("ns1", "weird")
+	bad.Spec.Type = "LoadBalancer"
+	if _, err := mcs.MulticlusterV1beta1().ServiceImports("ns1").Create(ctx, bad, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the import", func() bool { return m.index.lookup("ns1", "odd") != nil })
+	v := m.index.lookup("ns1", "odd")
+	if got := ipsOf(v); len(got) != 2 || got[0] != "10.1.1.1" || got[1] != "fd00::1" {
+		t.Errorf("IPs %v, want [10.1.1.1 fd00::1]", got)
+	}
+	if len(v.ports) != 1 || v.ports[0].port != 80 {
+		t.Errorf("ports %+v, want only 80", v.ports)
+	}
+	if m.index.lookup("ns1", "weird") != nil {
+		t.Errorf("import of unknown type was indexed")
+	}
+}
+
+func TestWatchNamespaces(t *testing.T) {
+	m, _, mcs := startFakeWatcher(t, "shop")
+	ctx := context.Background()
+	for _, ns := range []string{"shop", "other"} {
+		if _, err := mcs.MulticlusterV1beta1().ServiceImports(ns).Create(ctx, serviceImport(ns, "web", "10.42.0.1"), meta.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "the import in shop", func() bool { return m.index.lookup("shop", "web") != nil })
+	// Give the other namespace's event every chance to arrive before checking it did not.
+	time.Sleep(100 * time.Millisecond)
+	if m.index.lookup("other", "web") != nil {
+		t.Errorf("import outside the namespaces option was indexed")
+	}
+}
+
+func TestWatchLocalServices(t *testing.T) {
+	m, kube, _ := startFakeWatcher(t)
+	ctx := context.Background()
+	svc := &corev1.Service{ObjectMeta: meta.ObjectMeta{Namespace: "ns1", Name: "web"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.10", ClusterIPs: []string{"10.96.0.10"}}}
+	if _, err := kube.CoreV1().Services("ns1").Create(ctx, svc, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the local Service", func() bool { _, ok := m.local.service("ns1", "web"); return ok })
+	if err := kube.CoreV1().Services("ns1").Delete(ctx, "web", meta.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the local Service to go", func() bool { _, ok := m.local.service("ns1", "web"); return !ok })
+}
+
+func TestWatchHeadlessSlices(t *testing.T) {
+	m, kube, mcs := startFakeWatcher(t)
+	ctx := context.Background()
+	si := serviceImport("ns1", "db")
+	si.Spec.Type = mcsv1beta1.Headless
+	if _, err := mcs.MulticlusterV1beta1().ServiceImports("ns1").Create(ctx, si, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ready, notReady := true, false
+	host := "db-0"
+	slice := &discovery.EndpointSlice{
+		ObjectMeta: meta.ObjectMeta{Namespace: "ns1", Name: "db-east", Labels: map[string]string{labelServiceName: "db", labelSourceCluster: "east"}},
+		AddressType: discovery.AddressTypeIPv4,
+		Endpoints: []discovery.Endpoint{
+			{Addresses: []string{"10.1.0.1"}, Hostname: &host, Conditions: discovery.EndpointConditions{Ready: &ready}},
+			{Addresses: []string{"10.1.0.2"}},
+			{Addresses: []string{"10.1.0.3"}, Conditions: discovery.EndpointConditions{Ready: &notReady}},
+		},
+	}
+	if _, err := kube.DiscoveryV1().EndpointSlices("ns1").Create(ctx, slice, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "two ready endpoints", func() bool {
+		v := m.index.lookup("ns1", "db")
+		return v != nil && len(v.endpoints) == 2
+	})
+	v := m.index.lookup("ns1", "db")
+	if e := v.endpoints[0]; e.host != "10-1-0-2" || e.cluster != "east" {
+		t.Errorf("endpoint without hostname: %+v", e)
+	}
+	if e := v.endpoints[1]; e.host != "db-0" {
+		t.Errorf("endpoint with hostname: %+v", e)
+	}
+	if err := kube.DiscoveryV1().EndpointSlices("ns1").Delete(ctx, "db-east", meta.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "no endpoints", func() bool { v := m.index.lookup("ns1", "db"); return v != nil && len(v.endpoints) == 0 })
+}
+
+func TestWatchDegradedUntilCRD(t *testing.T) {
+	kube := kubefake.NewClientset() // its discovery serves no multicluster.x-k8s.io
+	m := New()
+	w := &watcher{kube: kube, mcs: noWatchList{mcsfake.NewSimpleClientset()}, sources: m.sources, retry: 10 * time.Millisecond,
+		health: newHealth(func(r *string) { m.degraded.Store(r) })}
+	synced := make(chan struct{})
+	w.start(func() { m.synced.Store(true); close(synced) })
+	t.Cleanup(w.stop)
+	eventually(t, "the degraded state", func() bool { return m.degraded.Load() != nil })
+	if !m.Ready() {
+		t.Errorf("degraded plugin not ready")
+	}
+}
