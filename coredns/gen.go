@@ -17,7 +17,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	plugins, err := plugincfg.Parse(cfg, module, localPlugin)
+	plugins, err := plugincfg.Parse(cfg, plugincfg.Module, plugincfg.LocalIn(".."))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -35,11 +35,4 @@ func main() {
 	if err := os.WriteFile("zdirectives.go", directives, 0o644); err != nil {
 		log.Fatal(err)
 	}
-}
-
-const module = "github.com/coredns-mcs/coredns-mcs"
-
-func localPlugin(pkg string) bool {
-	_, err := os.Stat(filepath.Join("..", "plugin", pkg))
-	return err == nil
 }

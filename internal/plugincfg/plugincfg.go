@@ -7,9 +7,22 @@ import (
 	"bytes"
 	"fmt"
 	"go/format"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 )
+
+// Module is the import path of this project's module.
+const Module = "github.com/coredns-mcs/coredns-mcs"
+
+// LocalIn reports, for a bare package name, whether root/plugin/<name> exists.
+func LocalIn(root string) func(pkg string) bool {
+	return func(pkg string) bool {
+		_, err := os.Stat(filepath.Join(root, "plugin", pkg))
+		return err == nil
+	}
+}
 
 const (
 	upstreamPlugins = "github.com/coredns/coredns/plugin/"

@@ -74,7 +74,9 @@ var testLocal = fakeLocal{
 	{namespace: "ns2", name: "local"}: {clusterIPs: []string{"10.96.0.3"}},
 }
 
-func soaOf(zone string) dns.RR { return test.SOA(zone + " 5 IN SOA ns.dns." + zone + " hostmaster." + zone + " 0 7200 1800 86400 5") }
+func soaOf(zone string) dns.RR {
+	return test.SOA(zone + " 5 IN SOA ns.dns." + zone + " hostmaster." + zone + " 0 7200 1800 86400 5")
+}
 
 var clustersetCases = []test.Case{
 	// Apex and the fixed names.

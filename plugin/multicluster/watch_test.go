@@ -185,7 +185,7 @@ func TestWatchHeadlessSlices(t *testing.T) {
 	ready, notReady := true, false
 	host := "db-0"
 	slice := &discovery.EndpointSlice{
-		ObjectMeta: meta.ObjectMeta{Namespace: "ns1", Name: "db-east", Labels: map[string]string{labelServiceName: "db", labelSourceCluster: "east"}},
+		ObjectMeta:  meta.ObjectMeta{Namespace: "ns1", Name: "db-east", Labels: map[string]string{labelServiceName: "db", labelSourceCluster: "east"}},
 		AddressType: discovery.AddressTypeIPv4,
 		Endpoints: []discovery.Endpoint{
 			{Addresses: []string{"10.1.0.1"}, Hostname: &host, Conditions: discovery.EndpointConditions{Ready: &ready}},
