@@ -117,11 +117,11 @@ func isReverseZone(z string) bool {
 // which is nearly every query in a cluster, it is the only cost.
 func (m *Multicluster) serveFallback(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, name, zone string) (int, error) {
 	req := parseRequest(name, zone)
-	if !req.underService() || !m.serving() || m.local == nil || !m.local.hasSynced() {
+	if !req.underService() || !m.serving() {
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
 	}
 	v := m.index.lookup(req.namespace, req.service)
-	if v == nil {
+	if v == nil || m.local == nil || !m.local.hasSynced() {
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
 	}
 	server := metrics.WithServer(ctx)
