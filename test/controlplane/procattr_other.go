@@ -1,0 +1,12 @@
+//go:build !linux
+
+package controlplane
+
+import "syscall"
+
+// sysProcAttr puts the child in its own process group so Stop can signal it
+// and anything it spawned at once. Only Linux can also tie the child's life
+// to its parent; elsewhere a killed test binary may leave it running.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true}
+}

@@ -1,0 +1,246 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+)
+
+// server is a running coredns process.
+type server struct {
+	addr  string // 127.0.0.1:port, UDP and TCP
+	ready string // URL of the ready plugin
+	log   *syncBuffer
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServer runs coredns with the Corefile template, in which {{.Port}}
+// and {{.ReadyPort}} are replaced by free ports and {{.Kubeconfig}} by the
+// admin kubeconfig. It waits until /ready says 200 when waitReady is set.
+func startServer(t *testing.T, corefile string, waitReady bool) *server {
+	t.Helper()
+	port, readyPort := freePort(t), freePort(t)
+	corefile = strings.NewReplacer("{{.Port}}", fmt.Sprint(port), "{{.ReadyPort}}", fmt.Sprint(readyPort), "{{.Kubeconfig}}", cp.Kubeconfig).Replace(corefile)
+	path := filepath.Join(t.TempDir(), "Corefile")
+	if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", port), ready: fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort), log: &syncBuffer{}}
+	cmd := exec.Command(binary, "-conf", path)
+	cmd.Stdout, cmd.Stderr = s.log, s.log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("coredns log:\n%s", s.log.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-exited:
+			t.Fatalf("coredns exited:\n%s", s.log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("coredns not ready after 30s:\n%s", s.log.String())
+		}
+		if s.answers() && (!waitReady || s.isReady()) {
+			return s
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *server) isReady() bool {
+	resp, err := http.Get(s.ready)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// answers reports whether the server replies at all.
+func (s *server) answers() bool {
+	c := dns.Client{Net: "udp", Timeout: 200 * time.Millisecond}
+	m := new(dns.Msg)
+	m.SetQuestion("ping.invalid.", dns.TypeA)
+	_, _, err := c.Exchange(m, s.addr)
+	return err == nil
+}
+
+// query asks the server over proto ("udp" or "tcp").
+func (s *server) query(t *testing.T, proto, name string, qtype uint16) *dns.Msg {
+	t.Helper()
+	c := dns.Client{Net: proto, Timeout: 2 * time.Second}
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	var lastErr error
+	for range 3 {
+		r, _, err := c.Exchange(m, s.addr)
+		if err == nil {
+			return r
+		}
+		lastErr = err
+	}
+	t.Fatalf("query %s %s over %s: %v", name, dns.TypeToString[qtype], proto, lastErr)
+	return nil
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		// The server listens on UDP too: make sure that port is free as well.
+		if u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			u.Close()
+			return port
+		}
+	}
+	t.Fatal("no free port")
+	return 0
+}
+
+// addresses returns the A and AAAA values of an answer, in order.
+func addresses(r *dns.Msg) []string {
+	var out []string
+	for _, rr := range r.Answer {
+		switch a := rr.(type) {
+		case *dns.A:
+			out = append(out, a.A.String())
+		case *dns.AAAA:
+			out = append(out, a.AAAA.String())
+		}
+	}
+	return out
+}
+
+// eventually polls cond every 20 ms until it holds or within passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, got := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("within %s: %s; last seen: %s", within, what, got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// expectAddresses waits until name answers exactly want (over UDP and TCP).
+func expectAddresses(t *testing.T, s *server, name string, qtype uint16, within time.Duration, want ...string) {
+	t.Helper()
+	eventually(t, within, fmt.Sprintf("%s %s answers %v", name, dns.TypeToString[qtype], want), func() (bool, string) {
+		for _, proto := range []string{"udp", "tcp"} {
+			r := s.query(t, proto, name, qtype)
+			got := addresses(r)
+			if r.Rcode != dns.RcodeSuccess || strings.Join(got, ",") != strings.Join(want, ",") {
+				return false, fmt.Sprintf("%s: %s %v", proto, dns.RcodeToString[r.Rcode], got)
+			}
+		}
+		return true, ""
+	})
+}
+
+// expectRcode waits until name answers rcode.
+func expectRcode(t *testing.T, s *server, name string, qtype uint16, within time.Duration, rcode int) {
+	t.Helper()
+	eventually(t, within, fmt.Sprintf("%s %s answers %s", name, dns.TypeToString[qtype], dns.RcodeToString[rcode]), func() (bool, string) {
+		r := s.query(t, "udp", name, qtype)
+		return r.Rcode == rcode, dns.RcodeToString[r.Rcode] + " " + fmt.Sprint(addresses(r))
+	})
+}
+
+// namespace creates a namespace for one test and deletes it afterwards.
+func namespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ns, err := kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: meta.ObjectMeta{GenerateName: prefix + "-"}}, meta.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, meta.DeleteOptions{}) })
+	return ns.Name
+}
+
+func newImport(ns, name string, ips ...string) *mcsv1beta1.ServiceImport {
+	return &mcsv1beta1.ServiceImport{
+		ObjectMeta: meta.ObjectMeta{Namespace: ns, Name: name},
+		Spec: mcsv1beta1.ServiceImportSpec{
+			Type:  mcsv1beta1.ClusterSetIP,
+			IPs:   ips,
+			Ports: []mcsv1beta1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}},
+		},
+	}
+}
+
+func createImport(t *testing.T, si *mcsv1beta1.ServiceImport) *mcsv1beta1.ServiceImport {
+	t.Helper()
+	out, err := mcs.MulticlusterV1beta1().ServiceImports(si.Namespace).Create(context.Background(), si, meta.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func createService(t *testing.T, ns, name string, clusterIPs ...string) *corev1.Service {
+	t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: meta.ObjectMeta{Namespace: ns, Name: name},
+		Spec: corev1.ServiceSpec{
+			Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}},
+		},
+	}
+	if len(clusterIPs) > 0 {
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = clusterIPs[0], clusterIPs
+	}
+	out, err := kube.CoreV1().Services(ns).Create(context.Background(), svc, meta.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
