@@ -148,7 +148,9 @@ type ControlPlane struct {
 
 // Start starts etcd and kube-apiserver and waits until the API is ready to
 // use. On error everything started so far is stopped again. ctx bounds only
-// the start-up; the processes run until Stop.
+// the start-up; the processes run until Stop. With an empty opts.AssetsDir it
+// first calls Assets, which may build the binaries (minutes, not bounded by
+// ctx); callers with a tight deadline call Assets beforehand.
 func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	opts, err = opts.withDefaults()
 	if err != nil {

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# make run: a local kube-apiserver + etcd with the example objects of
+# manifests/examples, and build/coredns on 127.0.0.1:1053 serving them.
+# Ctrl-C stops everything this script started.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+port=${PORT:-1053}
+dir=$(mktemp -d -t coredns-mcs-run.XXXXXX)
+pids=()
+cleanup() {
+  trap - INT TERM EXIT
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$dir"
+}
+trap cleanup INT TERM EXIT
+
+echo "Building kube-apiserver and etcd (the first time takes about ten minutes)..." >&2
+assets=$(bash test/testbin/build.sh)
+go build -o "$dir/localcluster" ./test/cmd/localcluster
+
+KUBEBUILDER_ASSETS="$assets" "$dir/localcluster" \
+  -kubeconfig-out "$dir/kubeconfig" -apply manifests/examples -ready-file "$dir/cluster-ready" &
+pids+=($!)
+for _ in $(seq 1 600); do
+  [ -f "$dir/cluster-ready" ] && break
+  kill -0 "${pids[0]}" 2>/dev/null || { echo "the local API server failed to start" >&2; exit 1; }
+  sleep 0.2
+done
+[ -f "$dir/cluster-ready" ] || { echo "the local API server did not come up in time" >&2; exit 1; }
+
+cat > "$dir/Corefile" <<COREFILE
+.:$port {
+    errors
+    log
+    health 127.0.0.1:8080
+    ready 127.0.0.1:8181
+    multicluster clusterset.local in-addr.arpa ip6.arpa {
+        kubeconfig $dir/kubeconfig
+        fallback cluster.local
+    }
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig $dir/kubeconfig
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    prometheus 127.0.0.1:9153
+}
+COREFILE
+
+build/coredns -conf "$dir/Corefile" &
+pids+=($!)
+ready() { # GET /ready of the ready plugin, without needing curl; a subshell, as a failed exec would end the script
+  ( exec 3<>/dev/tcp/127.0.0.1/8181 && printf 'GET /ready HTTP/1.0\r\n\r\n' >&3 && head -1 <&3 | grep -q ' 200 ' ) 2>/dev/null
+}
+for _ in $(seq 1 100); do
+  ready && break
+  kill -0 "${pids[1]}" 2>/dev/null || { echo "coredns failed to start" >&2; exit 1; }
+  sleep 0.1
+done
+
+cat >&2 <<MSG
+
+coredns-mcs is serving on 127.0.0.1:$port (Corefile: $dir/Corefile). Try:
+
+  dig @127.0.0.1 -p $port checkout.demo.svc.cluster.local        # import only: answered from the import
+  dig @127.0.0.1 -p $port checkout.demo.svc.clusterset.local     # the same, in the clusterset zone
+  dig @127.0.0.1 -p $port frontend.demo.svc.cluster.local        # local Service: 10.96.100.100 wins
+  dig @127.0.0.1 -p $port frontend.demo.svc.clusterset.local     # its ClusterSetIP: 10.42.0.20
+  dig @127.0.0.1 -p $port payments.demo.svc.clusterset.local AAAA  # dual-stack
+  dig @127.0.0.1 -p $port _grpc._tcp.payments.demo.svc.clusterset.local SRV
+  kubectl --kubeconfig $dir/kubeconfig get serviceimports -A
+
+Metrics: http://127.0.0.1:9153/metrics   Ctrl-C stops everything.
+MSG
+wait "${pids[1]}"
