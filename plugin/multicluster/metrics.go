@@ -54,8 +54,8 @@ var (
 	}, []string{"reason"})
 )
 
-// Object kinds, the kind label of objects and malformedTotal.
+// Object kinds; lower case, the kind label of objects and malformedTotal.
 const (
-	kindServiceImport = "serviceimport"
-	kindEndpointSlice = "endpointslice"
+	kindServiceImport = "ServiceImport"
+	kindEndpointSlice = "EndpointSlice"
 )

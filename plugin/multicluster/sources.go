@@ -92,10 +92,3 @@ func (s *sources) rebuildLocked(key serviceKey) {
 	}
 	s.index.put(key, newView(imp, s.slices[key]))
 }
-
-// counts returns how many imports and slices are known.
-func (s *sources) counts() (imports, slices int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.imports), len(s.sliceOf)
-}

@@ -69,7 +69,7 @@ func (w *watcher) start(onSynced func()) {
 	w.done = make(chan struct{})
 
 	if w.ownServices {
-		store, ctrl := newInformer(serviceListWatch(w.kube), w.kube, &corev1.Service{}, toService, w.guard(reasonServiceRBAC, "services"), nil)
+		store, ctrl := newInformer("Service", serviceListWatch(w.kube), w.kube, &corev1.Service{}, toService, w.guard(reasonServiceRBAC, "services"), nil)
 		w.services = store
 		w.servicesOK = ctrl.HasSynced
 		go ctrl.RunWithContext(ctx)
@@ -87,8 +87,8 @@ func (w *watcher) start(onSynced func()) {
 
 		var synced []cache.InformerSynced
 		for _, ns := range w.watchNamespaces() {
-			_, ic := newInformer(importListWatch(w.mcs, version, ns), w.mcs, importObjectType(version), toImportSpec, w.guard(reasonImportRBAC, importResource), importHandler(w.sources))
-			_, sc := newInformer(sliceListWatch(w.kube, ns), w.kube, &discovery.EndpointSlice{}, toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), sliceHandler(w.sources))
+			_, ic := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), w.mcs, importObjectType(version), toImportSpec, w.guard(reasonImportRBAC, importResource), importHandler(w.sources))
+			_, sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), w.kube, &discovery.EndpointSlice{}, toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), sliceHandler(w.sources))
 			go ic.RunWithContext(ctx)
 			go sc.RunWithContext(ctx)
 			synced = append(synced, ic.HasSynced, sc.HasSynced)
@@ -286,11 +286,10 @@ func (s *sliceSpec) takeProblems() []string  { p := s.problems; s.problems = nil
 // once per version and drops it (an earlier good version is withdrawn),
 // and it keeps the reflector quiet about errors onError turns into a
 // degraded state.
-func newInformer(lw *cache.ListWatch, client any, objType runtime.Object, convert object.ToFunc, onError func(error), h *handler) (cache.Store, cache.Controller) {
+func newInformer(kind string, lw *cache.ListWatch, client any, objType runtime.Object, convert object.ToFunc, onError func(error), h *handler) (cache.Store, cache.Controller) {
 	store := cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)
-	kind := fmt.Sprintf("%T", objType)
-	kind = kind[strings.LastIndexByte(kind, '.')+1:]
 	metricKind := strings.ToLower(kind)
+	count := objects.WithLabelValues(metricKind)
 	process := func(obj any, _ bool) error {
 		for _, d := range obj.(cache.Deltas) {
 			switch d.Type {
@@ -309,6 +308,7 @@ func newInformer(lw *cache.ListWatch, client any, objType runtime.Object, conver
 					}
 					if exists {
 						_ = store.Delete(old)
+						count.Dec()
 						if h != nil {
 							h.delete(old.(meta.Object))
 						}
@@ -323,6 +323,9 @@ func newInformer(lw *cache.ListWatch, client any, objType runtime.Object, conver
 				}
 				if err := store.Add(out); err != nil {
 					return err
+				}
+				if !exists {
+					count.Inc()
 				}
 				if h != nil {
 					h.set(out.(meta.Object))
@@ -345,13 +348,11 @@ func newInformer(lw *cache.ListWatch, client any, objType runtime.Object, conver
 					continue
 				}
 				_ = store.Delete(old)
+				count.Dec()
 				if h != nil {
 					h.delete(old.(meta.Object))
 				}
 			}
-		}
-		if h != nil {
-			objects.WithLabelValues(metricKind).Set(float64(len(store.ListKeys())))
 		}
 		return nil
 	}
