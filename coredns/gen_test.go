@@ -14,23 +14,11 @@ import (
 
 // TestGeneratedFilesAreCurrent fails when plugin.cfg changed without `make gen`.
 func TestGeneratedFilesAreCurrent(t *testing.T) {
-	cfg, err := os.ReadFile(filepath.Join("..", "plugin.cfg"))
+	files, err := plugincfg.Generate("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	plugins, err := plugincfg.Parse(cfg, plugincfg.Module, plugincfg.LocalIn(".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	imports, err := plugincfg.Imports("main", plugins)
-	if err != nil {
-		t.Fatal(err)
-	}
-	directives, err := plugincfg.Directives("main", plugins)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for file, want := range map[string][]byte{"zplugin.go": imports, "zdirectives.go": directives} {
+	for file, want := range map[string][]byte{"zplugin.go": files.Imports, "zdirectives.go": files.Directives} {
 		got, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
@@ -44,16 +32,12 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 // TestPluginOrder checks multicluster runs right before kubernetes, and that
 // every upstream plugin is kept.
 func TestPluginOrder(t *testing.T) {
-	cfg, err := os.ReadFile(filepath.Join("..", "plugin.cfg"))
+	files, err := plugincfg.Generate("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	plugins, err := plugincfg.Parse(cfg, plugincfg.Module, plugincfg.LocalIn(".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	names := make([]string, len(plugins))
-	for i, p := range plugins {
+	names := make([]string, len(files.Plugins))
+	for i, p := range files.Plugins {
 		names[i] = p.Name
 	}
 	i := slices.Index(names, "multicluster")

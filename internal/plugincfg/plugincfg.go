@@ -98,3 +98,30 @@ func Directives(pkg string, plugins []Plugin) ([]byte, error) {
 	b.WriteString("\t}\n}\n")
 	return format.Source([]byte(b.String()))
 }
+
+// Files are the generated sources of package main.
+type Files struct {
+	Imports    []byte // zplugin.go
+	Directives []byte // zdirectives.go
+	Plugins    []Plugin
+}
+
+// Generate reads root/plugin.cfg and renders both files of package main.
+func Generate(root string) (Files, error) {
+	cfg, err := os.ReadFile(filepath.Join(root, "plugin.cfg"))
+	if err != nil {
+		return Files{}, err
+	}
+	plugins, err := Parse(cfg, Module, LocalIn(root))
+	if err != nil {
+		return Files{}, err
+	}
+	f := Files{Plugins: plugins}
+	if f.Imports, err = Imports("main", plugins); err != nil {
+		return Files{}, err
+	}
+	if f.Directives, err = Directives("main", plugins); err != nil {
+		return Files{}, err
+	}
+	return f, nil
+}

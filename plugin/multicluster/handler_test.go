@@ -171,6 +171,12 @@ func checkCase(t *testing.T, m *Multicluster, tc test.Case) {
 	}
 }
 
+// rcodeOf returns what ServeDNS returns for a query.
+func rcodeOf(m *Multicluster, name string, qtype uint16) int {
+	rcode, _ := m.ServeDNS(context.Background(), dnstest.NewRecorder(&test.ResponseWriter{}), test.Case{Qname: name, Qtype: qtype}.Msg())
+	return rcode
+}
+
 // fallbackCase is a query in cluster.local and whether it must reach the
 // next plugin untouched.
 type fallbackCase struct {
@@ -234,9 +240,7 @@ func TestFallbackPassesUntilSynced(t *testing.T) {
 		t.Errorf("fallback name before sync: next plugin ran %d times, want 1", next.calls)
 	}
 	// The clusterset zone says it cannot answer yet.
-	rec := dnstest.NewRecorder(&test.ResponseWriter{})
-	rcode, _ := m.ServeDNS(context.Background(), rec, test.Case{Qname: "web.ns1.svc.clusterset.local.", Qtype: dns.TypeA}.Msg())
-	if rcode != dns.RcodeServerFailure {
+	if rcode := rcodeOf(m, "web.ns1.svc.clusterset.local.", dns.TypeA); rcode != dns.RcodeServerFailure {
 		t.Errorf("clusterset name before sync: rcode %s, want SERVFAIL", dns.RcodeToString[rcode])
 	}
 }
@@ -248,9 +252,7 @@ func TestDegradedServfailsClustersetAndPassesFallback(t *testing.T) {
 	if !m.Ready() {
 		t.Errorf("degraded plugin must report ready")
 	}
-	rec := dnstest.NewRecorder(&test.ResponseWriter{})
-	rcode, _ := m.ServeDNS(context.Background(), rec, test.Case{Qname: "web.ns1.svc.clusterset.local.", Qtype: dns.TypeA}.Msg())
-	if rcode != dns.RcodeServerFailure {
+	if rcode := rcodeOf(m, "web.ns1.svc.clusterset.local.", dns.TypeA); rcode != dns.RcodeServerFailure {
 		t.Errorf("clusterset name while degraded: rcode %s, want SERVFAIL", dns.RcodeToString[rcode])
 	}
 	checkCase(t, m, test.Case{Qname: "web.ns1.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeRefused})
