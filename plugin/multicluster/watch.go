@@ -57,8 +57,20 @@ type watcher struct {
 	mu      sync.Mutex
 	version string // the ServiceImport version watched, once found
 	synced  []cache.InformerSynced
+	stores  map[cache.Store]string // every store, by metric kind, for the objects gauge
 	cancel  context.CancelFunc
 	done    chan struct{}
+}
+
+// track returns store after noting it for stop.
+func (w *watcher) track(kind string, store cache.Store) cache.Store {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stores == nil {
+		w.stores = map[cache.Store]string{}
+	}
+	w.stores[store] = strings.ToLower(kind)
+	return store
 }
 
 // start begins watching in the background; onSynced runs once every
@@ -70,7 +82,7 @@ func (w *watcher) start(onSynced func()) {
 
 	if w.ownServices {
 		store, ctrl := newInformer("Service", serviceListWatch(w.kube), w.kube, &corev1.Service{}, toService, w.guard(reasonServiceRBAC, "services"), nil)
-		w.services = store
+		w.services = w.track("Service", store)
 		w.servicesOK = ctrl.HasSynced
 		go ctrl.RunWithContext(ctx)
 	}
@@ -87,8 +99,10 @@ func (w *watcher) start(onSynced func()) {
 
 		var synced []cache.InformerSynced
 		for _, ns := range w.watchNamespaces() {
-			_, ic := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), w.mcs, importObjectType(version), toImportSpec, w.guard(reasonImportRBAC, importResource), importHandler(w.sources))
-			_, sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), w.kube, &discovery.EndpointSlice{}, toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), sliceHandler(w.sources))
+			is, ic := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), w.mcs, importObjectType(version), toImportSpec, w.guard(reasonImportRBAC, importResource), importHandler(w.sources))
+			ss, sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), w.kube, &discovery.EndpointSlice{}, toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), sliceHandler(w.sources))
+			w.track(kindServiceImport, is)
+			w.track(kindEndpointSlice, ss)
 			go ic.RunWithContext(ctx)
 			go sc.RunWithContext(ctx)
 			synced = append(synced, ic.HasSynced, sc.HasSynced)
@@ -103,13 +117,21 @@ func (w *watcher) start(onSynced func()) {
 	}()
 }
 
-// stop ends every informer and waits for the discovery loop.
+// stop ends every informer and waits for the discovery loop. What its
+// stores held leaves the objects gauge, so that a reload does not count
+// objects twice.
 func (w *watcher) stop() {
 	if w.cancel == nil {
 		return
 	}
 	w.cancel()
 	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for store, kind := range w.stores {
+		objects.WithLabelValues(kind).Sub(float64(len(store.ListKeys())))
+	}
+	w.stores = nil
 }
 
 func (w *watcher) watchNamespaces() []string {

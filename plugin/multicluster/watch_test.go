@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -224,5 +225,29 @@ func TestWatchDegradedUntilCRD(t *testing.T) {
 	eventually(t, "the degraded state", func() bool { return m.degraded.Load() != nil })
 	if !m.Ready() {
 		t.Errorf("degraded plugin not ready")
+	}
+}
+
+func TestObjectsGauge(t *testing.T) {
+	gauge := objects.WithLabelValues("serviceimport")
+	before := testutil.ToFloat64(gauge)
+	m, _, mcs := startFakeWatcher(t)
+	for _, name := range []string{"a", "b"} {
+		if _, err := mcs.MulticlusterV1beta1().ServiceImports("ns1").Create(context.Background(), serviceImport("ns1", name, "10.0.0.1"), meta.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "two imports counted", func() bool { return testutil.ToFloat64(gauge) == before+2 })
+	// An update is no new object.
+	if _, err := mcs.MulticlusterV1beta1().ServiceImports("ns1").Update(context.Background(), serviceImport("ns1", "a", "10.0.0.2"), meta.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the update", func() bool { v := m.index.lookup("ns1", "a"); return v != nil && v.ipv4[0].String() == "10.0.0.2" })
+	if got := testutil.ToFloat64(gauge); got != before+2 {
+		t.Errorf("after an update the gauge says %v, want %v", got, before+2)
+	}
+	m.watch.stop()
+	if got := testutil.ToFloat64(gauge); got != before {
+		t.Errorf("after stop the gauge says %v, want %v", got, before)
 	}
 }
