@@ -43,6 +43,11 @@ func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 	// ToLower returns its argument when there is nothing to lower: the common
 	// case costs no allocation.
 	name := strings.ToLower(q.Name)
+	if len(name) != len(q.Name) {
+		// Lowering changed the length: not a name from the wire (those are
+		// ASCII, escaped), and no Kubernetes object has such a name.
+		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
+	}
 	zone, kind := m.matchZone(name)
 	switch kind {
 	case zoneFallback:

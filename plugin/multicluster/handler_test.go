@@ -283,6 +283,15 @@ func TestTTL(t *testing.T) {
 		Ns: []dns.RR{test.SOA("clusterset.local. 30 IN SOA ns.dns.clusterset.local. hostmaster.clusterset.local. 0 7200 1800 86400 30")}})
 }
 
+func TestNonASCIINamePassesOn(t *testing.T) {
+	m, next := newTestPlugin(t, testImports, testLocal)
+	// U+0130 lowers to two runes of another length.
+	checkCase(t, m, test.Case{Qname: "\u0130web.ns1.svc.clusterset.local.", Qtype: dns.TypeA, Rcode: dns.RcodeRefused})
+	if next.calls != 1 {
+		t.Errorf("next plugin ran %d times, want 1", next.calls)
+	}
+}
+
 func TestPassThroughOutsideQuestionRules(t *testing.T) {
 	m, next := newTestPlugin(t, testImports, testLocal)
 	r := new(dns.Msg)
