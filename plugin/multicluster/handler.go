@@ -130,7 +130,7 @@ func (m *Multicluster) serveFallback(ctx context.Context, w dns.ResponseWriter, 
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
 	}
 	server := metrics.WithServer(ctx)
-	if _, exists := m.local.service(req.namespace, req.service); exists {
+	if m.local.exists(req.namespace, req.service) {
 		// Local always wins.
 		requestsTotal.WithLabelValues(server, zoneFallback.String(), outcomeLocal).Inc()
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)

@@ -10,11 +10,10 @@ import (
 )
 
 // fakeLocal is a set of local Services.
-type fakeLocal map[serviceKey]localService
+type fakeLocal map[serviceKey]bool
 
-func (f fakeLocal) service(namespace, name string) (localService, bool) {
-	s, ok := f[serviceKey{namespace: namespace, name: name}]
-	return s, ok
+func (f fakeLocal) exists(namespace, name string) bool {
+	return f[serviceKey{namespace: namespace, name: name}]
 }
 func (f fakeLocal) hasSynced() bool { return true }
 
@@ -70,8 +69,8 @@ var testImports = []importDef{
 }
 
 var testLocal = fakeLocal{
-	{namespace: "ns2", name: "both"}:  {clusterIPs: []string{"10.96.0.2"}},
-	{namespace: "ns2", name: "local"}: {clusterIPs: []string{"10.96.0.3"}},
+	{namespace: "ns2", name: "both"}:  true,
+	{namespace: "ns2", name: "local"}: true,
 }
 
 func soaOf(zone string) dns.RR {

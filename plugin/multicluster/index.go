@@ -43,9 +43,6 @@ type view struct {
 	ports    []servicePort
 	// endpoints of a headless import, ordered by cluster, host and address.
 	endpoints []endpoint
-	// derived is true for a ClusterSetIP import without IPs: with derived_prefix
-	// set, its addresses come from a local Service.
-	derived bool
 }
 
 // ips returns the ClusterSetIPs of one family.

@@ -2,21 +2,14 @@ package multicluster
 
 import (
 	"github.com/coredns/coredns/plugin/kubernetes/object"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
 // localServices tells whether a Service exists in this cluster. Fallback
 // zones consult it only for names an import exists for.
 type localServices interface {
-	service(namespace, name string) (localService, bool)
+	exists(namespace, name string) bool
 	hasSynced() bool
-}
-
-// localService is what the plugin needs to know of a local Service.
-type localService struct {
-	clusterIPs   []string
-	externalName bool
 }
 
 // kubernetesCache is the part of the kubernetes plugin's API connection the
@@ -29,13 +22,13 @@ type kubernetesCache interface {
 // kubernetesServices reads local Services from the kubernetes plugin's cache.
 type kubernetesServices struct{ cache kubernetesCache }
 
-func (k kubernetesServices) service(namespace, name string) (localService, bool) {
+func (k kubernetesServices) exists(namespace, name string) bool {
 	for _, s := range k.cache.SvcIndex(object.ServiceKey(name, namespace)) {
 		if s.Name == name && s.Namespace == namespace {
-			return toLocalService(s), true
+			return true
 		}
 	}
-	return localService{}, false
+	return false
 }
 
 func (k kubernetesServices) hasSynced() bool { return k.cache.HasSynced() }
@@ -47,20 +40,9 @@ type informerServices struct {
 	synced func() bool
 }
 
-func (s informerServices) service(namespace, name string) (localService, bool) {
-	obj, ok, err := s.store.GetByKey(namespace + "/" + name)
-	if err != nil || !ok {
-		return localService{}, false
-	}
-	svc, ok := obj.(*object.Service)
-	if !ok {
-		return localService{}, false
-	}
-	return toLocalService(svc), true
+func (s informerServices) exists(namespace, name string) bool {
+	_, ok, err := s.store.GetByKey(namespace + "/" + name)
+	return err == nil && ok
 }
 
 func (s informerServices) hasSynced() bool { return s.synced() }
-
-func toLocalService(s *object.Service) localService {
-	return localService{clusterIPs: s.ClusterIPs, externalName: s.Type == corev1.ServiceTypeExternalName}
-}

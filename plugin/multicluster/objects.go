@@ -247,7 +247,6 @@ func newView(imp *importSpec, slicesOf map[string]*sliceSpec) *view {
 	v := &view{key: imp.key, headless: imp.headless}
 	if !imp.headless {
 		v.ipv4, v.ipv6, v.ports = imp.ipv4, imp.ipv6, imp.ports
-		v.derived = len(imp.ipv4) == 0 && len(imp.ipv6) == 0
 		return v
 	}
 	// A headless import's ports come from its slices (each cluster exports

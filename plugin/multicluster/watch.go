@@ -54,12 +54,10 @@ type watcher struct {
 	// retry is the wait between discovery attempts while the CRD is missing.
 	retry time.Duration
 
-	mu      sync.Mutex
-	version string // the ServiceImport version watched, once found
-	synced  []cache.InformerSynced
-	stores  map[cache.Store]string // every store, by metric kind, for the objects gauge
-	cancel  context.CancelFunc
-	done    chan struct{}
+	mu     sync.Mutex
+	stores map[cache.Store]string // every store, by metric kind, for the objects gauge
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // track returns store after noting it for stop.
@@ -92,9 +90,6 @@ func (w *watcher) start(onSynced func()) {
 		if !ok {
 			return
 		}
-		w.mu.Lock()
-		w.version = version
-		w.mu.Unlock()
 		log.Infof("Watching ServiceImports %s/%s", mcsGroup, version)
 
 		var synced []cache.InformerSynced
@@ -107,9 +102,6 @@ func (w *watcher) start(onSynced func()) {
 			go sc.RunWithContext(ctx)
 			synced = append(synced, ic.HasSynced, sc.HasSynced)
 		}
-		w.mu.Lock()
-		w.synced = synced
-		w.mu.Unlock()
 		if cache.WaitForCacheSync(ctx.Done(), synced...) {
 			log.Infof("Synced %d ServiceImports", w.sources.index.len())
 			onSynced()

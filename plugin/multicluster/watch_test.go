@@ -168,11 +168,11 @@ func TestWatchLocalServices(t *testing.T) {
 	if _, err := kube.CoreV1().Services("ns1").Create(ctx, svc, meta.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the local Service", func() bool { _, ok := m.local.service("ns1", "web"); return ok })
+	eventually(t, "the local Service", func() bool { return m.local.exists("ns1", "web") })
 	if err := kube.CoreV1().Services("ns1").Delete(ctx, "web", meta.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the local Service to go", func() bool { _, ok := m.local.service("ns1", "web"); return !ok })
+	eventually(t, "the local Service to go", func() bool { return !m.local.exists("ns1", "web") })
 }
 
 func TestWatchHeadlessSlices(t *testing.T) {
