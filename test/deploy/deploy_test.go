@@ -1,0 +1,128 @@
+// Package deploy tests what users deploy: the Dockerfile, the release
+// archives of Makefile.release and the kustomizations in manifests/, the
+// latter applied to a real kube-apiserver and etcd with kubectl, and the
+// Corefile and RBAC of manifests/ run by the coredns binary.
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// ci reports whether missing tools must fail tests instead of skipping them.
+func ci() bool { return os.Getenv("CI") == "true" }
+
+// unavailable fails t under CI=true and skips it otherwise: CI must never
+// pass by silently leaving tests out.
+func unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if ci() {
+		t.Fatalf("required in CI: %s", msg)
+	}
+	t.Skipf("skipping: %s", msg)
+}
+
+// repoRoot returns the repository root; go test runs in the package
+// directory, test/deploy.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("repository root not found from the working directory: %v", err)
+	}
+	return root
+}
+
+// readRepoFile returns the content of a file given relative to the
+// repository root.
+func readRepoFile(t testing.TB, rel string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), filepath.FromSlash(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// lookTool returns the path of an executable on PATH, or fails or skips t.
+func lookTool(t testing.TB, name, hint string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		unavailable(t, "%s not found (%s): %v", name, hint, err)
+	}
+	return path
+}
+
+var built struct {
+	sync.Mutex
+	path string
+	err  error
+}
+
+// corednsBinary returns $COREDNS_BINARY, or builds the binary once per test
+// run into a temporary directory.
+func corednsBinary(t testing.TB) string {
+	t.Helper()
+	if b := os.Getenv("COREDNS_BINARY"); b != "" {
+		if _, err := os.Stat(b); err != nil {
+			t.Fatalf("COREDNS_BINARY: %v", err)
+		}
+		return b
+	}
+	built.Lock()
+	defer built.Unlock()
+	if built.path == "" && built.err == nil {
+		built.path, built.err = buildCoreDNS(repoRoot(t))
+	}
+	if built.err != nil {
+		t.Fatalf("build coredns (or set COREDNS_BINARY): %v", built.err)
+	}
+	return built.path
+}
+
+func buildCoreDNS(root string) (string, error) {
+	dir, err := os.MkdirTemp("", "coredns-mcs-deploy-")
+	if err != nil {
+		return "", err
+	}
+	// The directory is left for the OS to clean: the binary is shared by
+	// every test of the run, and TestMain would be needed to remove it.
+	out := filepath.Join(dir, "coredns")
+	cmd := exec.Command("go", "build", "-o", out, "./coredns")
+	cmd.Dir = root
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %w\n%s", err, msg)
+	}
+	return out, nil
+}
+
+// run runs a command in the repository root and returns its combined
+// output; a non-zero exit is returned as an error that includes the output.
+func run(ctx context.Context, t testing.TB, env []string, name string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	t.Logf("%s %s (%s)", filepath.Base(name), strings.Join(args, " "), time.Since(start).Round(10*time.Millisecond))
+	if err != nil {
+		return out.String(), fmt.Errorf("%s %s: %w\n%s", filepath.Base(name), strings.Join(args, " "), err, out.String())
+	}
+	return out.String(), nil
+}
