@@ -10,6 +10,7 @@ import (
 	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
 	"github.com/miekg/dns"
+	core "k8s.io/api/core/v1"
 )
 
 // zoneKind tells how a zone is served.
@@ -130,10 +131,16 @@ func (m *Multicluster) serveFallback(ctx context.Context, w dns.ResponseWriter, 
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
 	}
 	server := metrics.WithServer(ctx)
-	if m.local.exists(req.namespace, req.service) {
-		// Local always wins.
-		requestsTotal.WithLabelValues(server, zoneFallback.String(), outcomeLocal).Inc()
-		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
+	failover := false
+	if svc := m.local.service(req.namespace, req.service); svc != nil {
+		// Local always wins, unless failover is on and the local Service
+		// has no ready endpoint. An ExternalName Service has no endpoints
+		// by design and never fails over.
+		if !m.failover || svc.Type == core.ServiceTypeExternalName || m.local.readyEndpoints(req.namespace, req.service) {
+			requestsTotal.WithLabelValues(server, zoneFallback.String(), outcomeLocal).Inc()
+			return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
+		}
+		failover = true
 	}
 	q := r.Question[0]
 	zone = q.Name[len(q.Name)-len(zone):] // keep the case of the query
@@ -145,6 +152,9 @@ func (m *Multicluster) serveFallback(ctx context.Context, w dns.ResponseWriter, 
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
 	}
 	fallbackAnswersTotal.WithLabelValues(server).Inc()
+	if failover {
+		failoverAnswersTotal.WithLabelValues(server).Inc()
+	}
 	return m.write(w, r, zone, a, server, zoneFallback)
 }
 
@@ -268,8 +278,12 @@ func (m *Multicluster) resolveService(req request, v *view, owner string, qtype 
 	switch req.kind {
 	case kindService:
 		switch qtype {
-		case dns.TypeA, dns.TypeAAAA:
-			return answer{answer: addresses(owner, v.ips(qtype == dns.TypeAAAA), qtype == dns.TypeAAAA, m.ttl)}
+		case dns.TypeA:
+			v4, _ := m.clusterSetIPs(v)
+			return answer{answer: addresses(owner, v4, false, m.ttl)}
+		case dns.TypeAAAA:
+			_, v6 := m.clusterSetIPs(v)
+			return answer{answer: addresses(owner, v6, true, m.ttl)}
 		case dns.TypeSRV:
 			return m.clusterSetSRV(v, v.ports, owner, zone)
 		}
@@ -299,8 +313,26 @@ func (m *Multicluster) clusterSetSRV(v *view, ports []servicePort, owner, zone s
 	for _, p := range ports {
 		a.answer = append(a.answer, srv(owner, target, p.port, len(ports), m.ttl))
 	}
-	a.extra = append(addresses(target, v.ipv4, false, m.ttl), addresses(target, v.ipv6, true, m.ttl)...)
+	v4, v6 := m.clusterSetIPs(v)
+	a.extra = append(addresses(target, v4, false, m.ttl), addresses(target, v6, true, m.ttl)...)
 	return a
+}
+
+// clusterSetIPs returns the addresses of a ClusterSetIP import: its spec.ips,
+// or, when it has none and derived_prefix is set, the ClusterIPs of the local
+// Service PREFIX+name, read from the Service cache at query time so that
+// answers follow that Service as it changes. This is how Karmada leaves
+// imports: spec.ips empty, and a shadow Service "derived-name" that carries
+// the ClusterIP.
+func (m *Multicluster) clusterSetIPs(v *view) (v4, v6 []net.IP) {
+	if len(v.ipv4) > 0 || len(v.ipv6) > 0 || m.derivedPrefix == "" || m.local == nil {
+		return v.ipv4, v.ipv6
+	}
+	svc := m.local.service(v.key.namespace, m.derivedPrefix+v.key.name)
+	if svc == nil {
+		return nil, nil
+	}
+	return clusterIPs(svc)
 }
 
 // resolveHeadless answers names of a headless import. Without a ready

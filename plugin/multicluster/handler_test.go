@@ -4,15 +4,23 @@ import (
 	"context"
 	"testing"
 
+	"github.com/coredns/coredns/plugin/kubernetes/object"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
+	core "k8s.io/api/core/v1"
 )
 
-// fakeLocal is a set of local Services.
+// fakeLocal is a set of local ClusterIP Services, each with a ready endpoint.
 type fakeLocal map[serviceKey]bool
 
-func (f fakeLocal) exists(namespace, name string) bool {
+func (f fakeLocal) service(namespace, name string) *object.Service {
+	if !f[serviceKey{namespace: namespace, name: name}] {
+		return nil
+	}
+	return &object.Service{Namespace: namespace, Name: name, Type: core.ServiceTypeClusterIP}
+}
+func (f fakeLocal) readyEndpoints(namespace, name string) bool {
 	return f[serviceKey{namespace: namespace, name: name}]
 }
 func (f fakeLocal) hasSynced() bool { return true }

@@ -45,14 +45,6 @@ type view struct {
 	endpoints []endpoint
 }
 
-// ips returns the ClusterSetIPs of one family.
-func (v *view) ips(v6 bool) []net.IP {
-	if v6 {
-		return v.ipv6
-	}
-	return v.ipv4
-}
-
 // readyEndpoints reports whether a headless import has a ready address.
 func (v *view) readyEndpoints() bool { return len(v.endpoints) > 0 }
 

@@ -1,31 +1,56 @@
 package multicluster
 
 import (
+	"net"
+	"reflect"
+
+	"github.com/coredns/coredns/plugin/kubernetes"
 	"github.com/coredns/coredns/plugin/kubernetes/object"
 	"k8s.io/client-go/tools/cache"
 )
 
-// localServices tells whether a Service exists in this cluster. Fallback
-// zones consult it only for names an import exists for.
+// localServices is what the plugin reads of this cluster's own Services.
+// Fallback zones consult it only for names an import exists for, so it is
+// off the path of nearly every cluster-local query.
 type localServices interface {
-	exists(namespace, name string) bool
+	// service returns the local Service namespace/name, or nil.
+	service(namespace, name string) *object.Service
+	// readyEndpoints reports whether some EndpointSlice of the Service
+	// namespace/name has a ready address (failover).
+	readyEndpoints(namespace, name string) bool
 	hasSynced() bool
 }
 
 // kubernetesCache is the part of the kubernetes plugin's API connection the
-// plugin reads. Sharing it means Services are cached once per server.
+// plugin reads. Sharing it means Services and their endpoints are cached once
+// per server.
 type kubernetesCache interface {
 	SvcIndex(string) []*object.Service
+	EpIndex(string) []*object.Endpoints
 	HasSynced() bool
 }
 
 // kubernetesServices reads local Services from the kubernetes plugin's cache.
 type kubernetesServices struct{ cache kubernetesCache }
 
-func (k kubernetesServices) exists(namespace, name string) bool {
+func (k kubernetesServices) service(namespace, name string) *object.Service {
 	for _, s := range k.cache.SvcIndex(object.ServiceKey(name, namespace)) {
 		if s.Name == name && s.Namespace == namespace {
-			return true
+			return s
+		}
+	}
+	return nil
+}
+
+// readyEndpoints looks at the slices labelled kubernetes.io/service-name=name.
+// The kubernetes plugin keeps only the ready addresses of a slice (ready
+// condition unset or true), so any address left means a ready endpoint.
+func (k kubernetesServices) readyEndpoints(namespace, name string) bool {
+	for _, e := range k.cache.EpIndex(object.EndpointsKey(name, namespace)) {
+		for _, s := range e.Subsets {
+			if len(s.Addresses) > 0 {
+				return true
+			}
 		}
 	}
 	return false
@@ -33,16 +58,54 @@ func (k kubernetesServices) exists(namespace, name string) bool {
 
 func (k kubernetesServices) hasSynced() bool { return k.cache.HasSynced() }
 
+// kubernetesCachesEndpoints reports whether the kubernetes plugin k watches
+// endpoints. With its `noendpoints` option it does not, and every Service
+// would look as if it had no ready endpoint: failover must not trust that.
+// The option is not exported, so it is read by name; should a later CoreDNS
+// rename it, the answer is false and start-up says why, rather than failing
+// over every Service.
+func kubernetesCachesEndpoints(k *kubernetes.Kubernetes) bool {
+	opts := reflect.ValueOf(k).Elem().FieldByName("opts")
+	if !opts.IsValid() || opts.Kind() != reflect.Struct {
+		return false
+	}
+	f := opts.FieldByName("initEndpointsCache")
+	return f.IsValid() && f.Kind() == reflect.Bool && f.Bool()
+}
+
 // informerServices reads local Services from the plugin's own informer, for
-// servers without a kubernetes plugin.
+// servers without a kubernetes plugin. It does not watch endpoints: setup
+// refuses failover without the kubernetes plugin.
 type informerServices struct {
 	store  cache.Store
 	synced func() bool
 }
 
-func (s informerServices) exists(namespace, name string) bool {
-	_, ok, err := s.store.GetByKey(namespace + "/" + name)
-	return err == nil && ok
+func (s informerServices) service(namespace, name string) *object.Service {
+	obj, ok, err := s.store.GetByKey(namespace + "/" + name)
+	if err != nil || !ok {
+		return nil
+	}
+	svc, _ := obj.(*object.Service)
+	return svc
 }
 
+func (s informerServices) readyEndpoints(string, string) bool { return false }
+
 func (s informerServices) hasSynced() bool { return s.synced() }
+
+// clusterIPs returns the ClusterIPs of svc by family, or nothing for a
+// headless or ExternalName Service.
+func clusterIPs(svc *object.Service) (v4, v6 []net.IP) {
+	for _, s := range svc.ClusterIPs {
+		ip := net.ParseIP(s)
+		switch {
+		case ip == nil: // "None", or empty
+		case ip.To4() != nil:
+			v4 = append(v4, ip.To4())
+		default:
+			v6 = append(v6, ip)
+		}
+	}
+	return v4, v6
+}

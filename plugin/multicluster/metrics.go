@@ -32,6 +32,13 @@ var (
 		Help:      "Answers in fallback (cluster-local) zones served from ServiceImports.",
 	}, []string{"server"})
 
+	failoverAnswersTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "failover_answers_total",
+		Help:      "Answers in fallback zones served from ServiceImports because the local Service had no ready endpoint (failover).",
+	}, []string{"server"})
+
 	objects = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,

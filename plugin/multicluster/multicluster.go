@@ -33,6 +33,13 @@ type Multicluster struct {
 	ttl        uint32
 	namespaces map[string]struct{} // empty: all namespaces
 
+	// failover answers a fallback name from its import while the local
+	// Service of that name has no ready endpoint.
+	failover bool
+	// derivedPrefix names the local Service whose ClusterIPs a ClusterSetIP
+	// import without spec.ips answers with: derivedPrefix+name.
+	derivedPrefix string
+
 	kubeconfig string
 	context    string
 
@@ -72,7 +79,13 @@ func (m *Multicluster) Ready() bool {
 }
 
 func (m *Multicluster) localSynced() bool {
-	return len(m.Fallback) == 0 || (m.local != nil && m.local.hasSynced())
+	return !m.needsLocal() || (m.local != nil && m.local.hasSynced())
+}
+
+// needsLocal reports whether answers depend on local Services: fallback
+// zones ask whether one exists, derived_prefix reads their ClusterIPs.
+func (m *Multicluster) needsLocal() bool {
+	return len(m.Fallback) > 0 || m.derivedPrefix != ""
 }
 
 // serving reports whether the index can be trusted: informers synced and

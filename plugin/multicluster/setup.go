@@ -1,6 +1,7 @@
 package multicluster
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -38,8 +39,19 @@ func setup(c *caddy.Controller) error {
 	// In OnStartup every plugin of the server block exists, so the kubernetes
 	// plugin's cache of Services can be found and shared.
 	c.OnStartup(func() error {
-		if k, ok := dnsserver.GetConfig(c).Handler("kubernetes").(*kubernetes.Kubernetes); ok && k.APIConn != nil {
+		k, ok := dnsserver.GetConfig(c).Handler("kubernetes").(*kubernetes.Kubernetes)
+		if ok && k.APIConn != nil {
 			m.local = kubernetesServices{cache: k.APIConn}
+		}
+		if m.failover {
+			// Failover reads endpoint readiness from the kubernetes plugin's
+			// cache; without it every Service would look down.
+			switch {
+			case m.local == nil:
+				return plugin.Error(pluginName, errors.New("failover needs the kubernetes plugin in the same server block: it reads local endpoints from its cache"))
+			case !kubernetesCachesEndpoints(k):
+				return plugin.Error(pluginName, errors.New("failover needs the kubernetes plugin to watch endpoints: remove its noendpoints option"))
+			}
 		}
 		if err := m.startWatching(); err != nil {
 			return plugin.Error(pluginName, err)
@@ -82,7 +94,7 @@ func (m *Multicluster) startWatching() error {
 		namespaces:  slices.Sorted(mapKeys(m.namespaces)),
 		sources:     m.sources,
 		health:      newHealth(func(reason *string) { m.degraded.Store(reason) }),
-		ownServices: len(m.Fallback) > 0 && m.local == nil,
+		ownServices: m.needsLocal() && m.local == nil,
 		retry:       time.Second,
 	}
 	synced := make(chan struct{})
@@ -179,6 +191,9 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 			return nil, c.Errf("fallback zone %q is also a multicluster zone: a zone is answered either from imports or locally first", z)
 		}
 	}
+	if m.failover && len(m.Fallback) == 0 {
+		return nil, c.Errf("failover applies to fallback zones: add fallback ZONE...")
+	}
 	if len(m.Fall.Zones) == 0 {
 		m.Fall.Zones = nil
 	}
@@ -223,6 +238,20 @@ func parseOption(c *caddy.Controller, m *Multicluster, option string) error {
 			}
 		}
 		m.Fallback = zones
+	case "failover":
+		if len(args) != 0 {
+			return c.Errf("failover takes no arguments, got %d", len(args))
+		}
+		m.failover = true
+	case "derived_prefix":
+		if len(args) != 1 {
+			return c.Errf("derived_prefix needs exactly one prefix, such as derived-, got %d arguments", len(args))
+		}
+		// The prefix starts a Service name: a DNS label once a name follows.
+		if errs := validation.IsDNS1123Label(args[0] + "x"); len(errs) > 0 {
+			return c.Errf("derived_prefix %q cannot start a Service name: %s", args[0], strings.Join(errs, "; "))
+		}
+		m.derivedPrefix = args[0]
 	case "ttl":
 		if len(args) != 1 {
 			return c.Errf("ttl needs exactly one value, got %d", len(args))

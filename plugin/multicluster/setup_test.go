@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/coredns/caddy"
+	"github.com/coredns/coredns/plugin/kubernetes"
 )
 
 func TestParseDefaults(t *testing.T) {
@@ -35,6 +36,8 @@ func TestParseEveryOption(t *testing.T) {
 		fallback cluster.local
 		ttl 30
 		fallthrough in-addr.arpa
+		failover
+		derived_prefix derived-
 	}`
 	m, err := parse(caddy.NewTestController("dns", input))
 	if err != nil {
@@ -57,6 +60,28 @@ func TestParseEveryOption(t *testing.T) {
 	}
 	if !slices.Equal(m.Fall.Zones, []string{"in-addr.arpa."}) {
 		t.Errorf("fallthrough %v", m.Fall.Zones)
+	}
+	if !m.failover || m.derivedPrefix != "derived-" {
+		t.Errorf("failover %v derived_prefix %q", m.failover, m.derivedPrefix)
+	}
+}
+
+// TestKubernetesCachesEndpoints reads the kubernetes plugin's noendpoints
+// option as that plugin parses it, so that a CoreDNS upgrade that moves the
+// option fails here rather than failing over every Service.
+func TestKubernetesCachesEndpoints(t *testing.T) {
+	for input, want := range map[string]bool{
+		"kubernetes cluster.local":                      true,
+		"kubernetes cluster.local {\n pods insecure\n}": true,
+		"kubernetes cluster.local {\n noendpoints\n}":   false,
+	} {
+		k, err := kubernetes.ParseStanza(caddy.NewTestController("dns", input))
+		if err != nil {
+			t.Fatalf("%q: %v", input, err)
+		}
+		if got := kubernetesCachesEndpoints(k); got != want {
+			t.Errorf("%q: endpoints cached %v, want %v", input, got, want)
+		}
 	}
 }
 
@@ -95,6 +120,12 @@ func TestParseErrors(t *testing.T) {
 		{"multicluster {\n fallthrough bad..zone\n}", `zone "bad..zone" is not a valid domain name`},
 		{"multicluster {\n ttl 5\n ttl 6\n}", `Testfile:3 - Error during parsing: option "ttl" given twice`},
 		{"multicluster\nmulticluster", "this plugin can only be used once per Server Block"},
+		{"multicluster {\n fallback cluster.local\n failover now\n}", "Testfile:3 - Error during parsing: failover takes no arguments, got 1"},
+		{"multicluster {\n failover\n}", "failover applies to fallback zones"},
+		{"multicluster {\n derived_prefix\n}", "Testfile:2 - Error during parsing: derived_prefix needs exactly one prefix"},
+		{"multicluster {\n derived_prefix a b\n}", "got 2 arguments"},
+		{"multicluster {\n derived_prefix Derived_\n}", `derived_prefix "Derived_" cannot start a Service name`},
+		{"multicluster {\n derived_prefix -x\n}", `derived_prefix "-x" cannot start a Service name`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.want, func(t *testing.T) {

@@ -168,11 +168,14 @@ func TestWatchLocalServices(t *testing.T) {
 	if _, err := kube.CoreV1().Services("ns1").Create(ctx, svc, meta.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the local Service", func() bool { return m.local.exists("ns1", "web") })
+	eventually(t, "the local Service", func() bool { return m.local.service("ns1", "web") != nil })
+	if v4, _ := clusterIPs(m.local.service("ns1", "web")); len(v4) != 1 || v4[0].String() != "10.96.0.10" {
+		t.Errorf("local Service ClusterIPs %v, want [10.96.0.10]", v4)
+	}
 	if err := kube.CoreV1().Services("ns1").Delete(ctx, "web", meta.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the local Service to go", func() bool { return !m.local.exists("ns1", "web") })
+	eventually(t, "the local Service to go", func() bool { return m.local.service("ns1", "web") == nil })
 }
 
 func TestWatchHeadlessSlices(t *testing.T) {
