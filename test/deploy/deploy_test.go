@@ -126,3 +126,10 @@ func run(ctx context.Context, t testing.TB, env []string, name string, args ...s
 	}
 	return out.String(), nil
 }
+
+func writeFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
