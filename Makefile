@@ -5,8 +5,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X github.com/coredns/coredns/coremain.GitCommit=$(COMMIT)
 BINARY := build/coredns
+IMAGE ?= ghcr.io/coredns-mcs/coredns-mcs:$(VERSION)
 
-.PHONY: all build gen check-gen test test-unit test-e2e testbin run lint clean
+.PHONY: all build gen check-gen test test-unit test-e2e testbin run lint clean image release release-check
 
 all: build
 
@@ -34,6 +35,16 @@ test-unit: ## unit tests only (seconds)
 
 run: build ## a local API server with example objects, and coredns on 127.0.0.1:1053
 	@bash test/run.sh
+
+image: ## the container image $(IMAGE), with docker (BuildKit)
+	@docker info >/dev/null 2>&1 || { echo "make image: no docker engine reachable here; build the Dockerfile where one runs (see its header)" >&2; exit 1; }
+	DOCKER_BUILDKIT=1 docker build --build-arg VERSION='$(VERSION)' --build-arg COMMIT='$(COMMIT)' -t '$(IMAGE)' .
+
+release: ## release/: cross-built archives and checksums for every platform (Makefile.release)
+	$(MAKE) -f Makefile.release release VERSION='$(VERSION)' COMMIT='$(COMMIT)'
+
+release-check: ## verify the archives in release/
+	$(MAKE) -f Makefile.release release-check
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
