@@ -164,7 +164,7 @@ func TestInstallManifests(t *testing.T) {
 	// The swap needs an existing CoreDNS: on this cluster it must fail
 	// rather than create a Deployment from the partial object.
 	out, err := k.run("apply", "--server-side", "--dry-run=server", "-k", "manifests")
-	if err == nil || !strings.Contains(out, `Deployment.apps "coredns" is invalid`) {
+	if err == nil || !strings.Contains(out, `"coredns" is invalid`) {
 		t.Errorf("the swap applied to a cluster without CoreDNS: want it rejected as an invalid Deployment, got err %v:\n%s", err, out)
 	}
 

@@ -263,13 +263,13 @@ var serviceAccountUser = authorizationv1.SubjectAccessReviewSpec{
 
 // waitAllowed waits until RBAC's cache agrees that the ServiceAccount may (or
 // may not) do verb on resource: role edits take effect asynchronously.
-func waitAllowed(t *testing.T, kube kubernetes.Interface, group, resource, verb string, want bool) {
+func waitAllowed(ctx context.Context, t *testing.T, kube kubernetes.Interface, group, resource, verb string, want bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		spec := serviceAccountUser
 		spec.ResourceAttributes = &authorizationv1.ResourceAttributes{Group: group, Resource: resource, Verb: verb}
-		r, err := kube.AuthorizationV1().SubjectAccessReviews().Create(t.Context(), &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
+		r, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -399,9 +399,12 @@ func TestShippedCorefileAndRBAC(t *testing.T) {
 			}
 			if err != nil {
 				t.Errorf("restore the multicluster role: %v", err)
+				return
 			}
+			// The next subtest must not start while RBAC still denies this.
+			waitAllowed(context.Background(), t, kube, group, resource, verb, true)
 		})
-		waitAllowed(t, kube, group, resource, verb, false)
+		waitAllowed(ctx, t, kube, group, resource, verb, false)
 		check(t)
 	}
 
@@ -470,7 +473,7 @@ func TestShippedCorefileAndRBAC(t *testing.T) {
 		if err := kube.RbacV1().ClusterRoleBindings().Delete(ctx, coreBindingObj.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitAllowed(t, kube, "", "pods", "list", false)
+		waitAllowed(ctx, t, kube, "", "pods", "list", false)
 
 		s := startCoreDNS(t, kubeconfig, false)
 		s.waitFor(t, 10*time.Second, clusterset+" A 10.42.9.1", s.answersA(clusterset, "10.42.9.1"))
