@@ -167,6 +167,33 @@ func TestReadmeCorefiles(t *testing.T) {
 	}
 }
 
+// TestGuideCorefiles parses every multicluster stanza of the guides in
+// docs/, which users copy into their clusters.
+func TestGuideCorefiles(t *testing.T) {
+	guides, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, guide := range guides {
+		text, err := os.ReadFile(guide)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range regexp.MustCompile("(?s)```\n(.*?)```").FindAllSubmatch(text, -1) {
+			for _, s := range extractStanzas(string(b[1])) {
+				n++
+				if _, err := parse(caddy.NewTestController("dns", s)); err != nil {
+					t.Errorf("%s: stanza does not parse: %v\n%s", guide, err, s)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Errorf("no multicluster stanza found in %v", guides)
+	}
+}
+
 // extractStanzas returns each "multicluster ..." stanza of a Corefile with
 // its block, if any.
 func extractStanzas(corefile string) []string {
