@@ -1,21 +1,30 @@
 package multicluster
 
 import (
+	"sync/atomic"
+
 	"github.com/coredns/coredns/plugin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// Outcomes of a request, the outcome label of requestsTotal.
+// outcome is what became of a request, the outcome label of requestsTotal.
+type outcome uint8
+
 const (
-	outcomeAnswer      = "answer"      // records in the answer section
-	outcomeNodata      = "nodata"      // the name exists, not with that type
-	outcomeNXDomain    = "nxdomain"    // the name does not exist
-	outcomeServfail    = "servfail"    // not synced, or degraded
-	outcomeFallthrough = "fallthrough" // would-be NXDOMAIN passed on by fallthrough
-	outcomeLocal       = "local"       // fallback name of an import shadowed by a local Service
-	outcomePassed      = "passed"      // fallback name of an import that has no such record, passed on
+	outcomeAnswer      outcome = iota // records in the answer section
+	outcomeNodata                     // the name exists, not with that type
+	outcomeNXDomain                   // the name does not exist
+	outcomeServfail                   // not synced, or degraded
+	outcomeFallthrough                // would-be NXDOMAIN passed on by fallthrough
+	outcomeLocal                      // fallback name of an import shadowed by a local Service
+	outcomePassed                     // fallback name of an import that has no such record, passed on
+	outcomes
 )
+
+var outcomeNames = [outcomes]string{"answer", "nodata", "nxdomain", "servfail", "fallthrough", "local", "passed"}
+
+func (o outcome) String() string { return outcomeNames[o] }
 
 var (
 	requestsTotal = promauto.NewCounterVec(prometheus.CounterOpts{
@@ -66,3 +75,57 @@ const (
 	kindServiceImport = "ServiceImport"
 	kindEndpointSlice = "EndpointSlice"
 )
+
+// counter is one child of a counter vector whose first label is the server.
+// Looking a child up with WithLabelValues hashes the labels and allocates
+// their slice; on the query path, counter remembers the child of the server
+// it saw last (a plugin instance nearly always serves one), so that counting
+// costs an atomic load and a string comparison.
+type counter struct {
+	vec    *prometheus.CounterVec
+	labels []string // the labels after the server
+	last   atomic.Pointer[serverCounter]
+}
+
+type serverCounter struct {
+	server string
+	c      prometheus.Counter
+}
+
+func newCounter(vec *prometheus.CounterVec, labels ...string) *counter {
+	return &counter{vec: vec, labels: labels}
+}
+
+func (c *counter) inc(server string) {
+	if last := c.last.Load(); last != nil && last.server == server {
+		last.c.Inc()
+		return
+	}
+	child := c.vec.WithLabelValues(append([]string{server}, c.labels...)...)
+	c.last.Store(&serverCounter{server: server, c: child})
+	child.Inc()
+}
+
+// queryCounters are the counters of the query path.
+type queryCounters struct {
+	requests        [zoneKinds][outcomes]*counter
+	fallbackAnswers *counter
+	failoverAnswers *counter
+}
+
+func newQueryCounters() *queryCounters {
+	q := &queryCounters{
+		fallbackAnswers: newCounter(fallbackAnswersTotal),
+		failoverAnswers: newCounter(failoverAnswersTotal),
+	}
+	for k := range zoneKinds {
+		for o := range outcomes {
+			q.requests[k][o] = newCounter(requestsTotal, k.String(), o.String())
+		}
+	}
+	return q
+}
+
+func (q *queryCounters) request(server string, kind zoneKind, o outcome) {
+	q.requests[kind][o].inc(server)
+}

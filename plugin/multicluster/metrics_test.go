@@ -10,14 +10,14 @@ import (
 func TestRequestMetrics(t *testing.T) {
 	m, _ := newTestPlugin(t, testImports, testLocal)
 	// Tests run without a server in the context: the server label is empty.
-	counter := func(kind zoneKind, outcome string) float64 {
-		return testutil.ToFloat64(requestsTotal.WithLabelValues("", kind.String(), outcome))
+	counter := func(kind zoneKind, o outcome) float64 {
+		return testutil.ToFloat64(requestsTotal.WithLabelValues("", kind.String(), o.String()))
 	}
 	tests := []struct {
 		name    string
 		qtype   uint16
 		kind    zoneKind
-		outcome string
+		outcome outcome
 	}{
 		{"web.ns1.svc.clusterset.local.", dns.TypeA, zoneClusterset, outcomeAnswer},
 		{"web.ns1.svc.clusterset.local.", dns.TypeAAAA, zoneClusterset, outcomeNodata},

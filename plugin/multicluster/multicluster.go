@@ -43,8 +43,9 @@ type Multicluster struct {
 	kubeconfig string
 	context    string
 
-	index   *index
-	sources *sources
+	index    *index
+	sources  *sources
+	counters *queryCounters
 	// local answers whether a Service exists in this cluster; set in OnStartup.
 	local localServices
 	// watch runs the informers; nil in tests that fill the index directly.
@@ -65,6 +66,7 @@ func New() *Multicluster {
 		ttl:        defaultTTL,
 		index:      x,
 		sources:    newSources(x),
+		counters:   newQueryCounters(),
 		namespaces: map[string]struct{}{},
 	}
 }
