@@ -2,14 +2,18 @@ package multicluster
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metrics"
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	ot "github.com/opentracing/opentracing-go"
 	"github.com/opentracing/opentracing-go/mocktracer"
+	discovery "k8s.io/api/discovery/v1"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // discard is a next plugin that does nothing, so that benchmarks measure
@@ -151,4 +155,46 @@ func BenchmarkClustersetSRV(b *testing.B) {
 }
 func BenchmarkClustersetNXDOMAIN(b *testing.B) {
 	benchmarkQuery(b, "nope.ns1.svc.clusterset.local.", dns.TypeA)
+}
+
+func BenchmarkPTR(b *testing.B) { benchmarkQuery(b, "1.0.42.10.in-addr.arpa.", dns.TypePTR) }
+
+// BenchmarkHeadless100A answers the A query of a headless import with 100
+// ready endpoints in two clusters.
+func BenchmarkHeadless100A(b *testing.B) {
+	m := benchPlugin(b)
+	spec, err := newImportSpec(importFields{namespace: "ns1", name: "db", typ: "Headless", ports: []portFields{{name: "pg", port: 5432}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.sources.setImport(spec)
+	for c, cluster := range []string{"east", "west"} {
+		var eps []discovery.Endpoint
+		for i := range 50 {
+			eps = append(eps, ep(fmt.Sprintf("10.%d.0.%d", c+1, i+1), fmt.Sprintf("db-%d", i), nil))
+		}
+		slice, err := newSliceSpec(&discovery.EndpointSlice{
+			ObjectMeta:  meta.ObjectMeta{Namespace: "ns1", Name: "db-" + cluster, Labels: map[string]string{labelServiceName: "db", labelSourceCluster: cluster}},
+			AddressType: discovery.AddressTypeIPv4,
+			Endpoints:   eps,
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m.sources.setSlice(slice)
+	}
+	ctx := context.Background()
+	w := &nullWriter{}
+	r := new(dns.Msg)
+	r.SetQuestion("db.ns1.svc.clusterset.local.", dns.TypeA)
+	rec := dnstest.NewRecorder(&test.ResponseWriter{})
+	m.ServeDNS(ctx, rec, r)
+	if n := len(rec.Msg.Answer); n != 100 {
+		b.Fatalf("%d answers, want 100", n)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		m.ServeDNS(ctx, w, r)
+	}
 }

@@ -324,9 +324,11 @@ func (m *Multicluster) clusterSetSRV(v *view, ports []servicePort, owner, zone s
 		return nodata
 	}
 	target := serviceName(v.key, zone)
-	a := answer{answer: make([]dns.RR, 0, len(ports))}
-	for _, p := range ports {
-		a.answer = append(a.answer, srv(owner, target, p.port, len(ports), m.ttl))
+	a := answer{answer: make([]dns.RR, len(ports))}
+	block := make([]dns.SRV, len(ports))
+	for i, p := range ports {
+		block[i] = srv(owner, target, p.port, len(ports), m.ttl)
+		a.answer[i] = &block[i]
 	}
 	v4, v6 := m.clusterSetIPs(v)
 	a.extra = append(addresses(target, v4, false, m.ttl), addresses(target, v6, true, m.ttl)...)
@@ -361,10 +363,15 @@ func (m *Multicluster) resolveHeadless(req request, v *view, owner string, qtype
 		switch qtype {
 		case dns.TypeA, dns.TypeAAAA:
 			v6 := qtype == dns.TypeAAAA
-			var rrs []dns.RR
+			n := countFamily(v.endpoints, v6)
+			if n == 0 {
+				return nodata
+			}
+			b := newAddressBlock(n, v6)
+			rrs := make([]dns.RR, 0, n)
 			for _, e := range v.endpoints {
 				if e.v6 == v6 {
-					rrs = append(rrs, address(owner, e.ip, v6, m.ttl))
+					rrs = append(rrs, b.next(owner, e.ip, m.ttl))
 				}
 			}
 			return answer{answer: rrs}
@@ -390,7 +397,7 @@ func (m *Multicluster) resolveHeadless(req request, v *view, owner string, qtype
 			}
 			found = true
 			if (qtype == dns.TypeA && !e.v6) || (qtype == dns.TypeAAAA && e.v6) {
-				rrs = append(rrs, address(owner, e.ip, e.v6, m.ttl))
+				rrs = append(rrs, newAddressBlock(1, e.v6).next(owner, e.ip, m.ttl))
 			}
 		}
 		if !found {
@@ -407,25 +414,32 @@ func (m *Multicluster) headlessSRV(v *view, ports []servicePort, owner, zone str
 	if len(ports) == 0 {
 		return nodata
 	}
-	var a answer
 	// Endpoints are sorted by cluster and host, so the addresses of one name
-	// are adjacent: one SRV per name, every address in Additional.
-	n := 0
+	// are adjacent: one SRV per name and port, every address in Additional.
+	names := 0
 	for i, e := range v.endpoints {
 		if i == 0 || e.host != v.endpoints[i-1].host || e.cluster != v.endpoints[i-1].cluster {
-			n++
+			names++
 		}
 	}
-	n *= len(ports)
+	n := names * len(ports)
+	a := answer{answer: make([]dns.RR, 0, n), extra: make([]dns.RR, 0, len(v.endpoints))}
+	block := make([]dns.SRV, 0, n)
+	v4, v6 := newAddressBlock(countFamily(v.endpoints, false), false), newAddressBlock(countFamily(v.endpoints, true), true)
 	target := ""
 	for i, e := range v.endpoints {
 		if i == 0 || e.host != v.endpoints[i-1].host || e.cluster != v.endpoints[i-1].cluster {
 			target = hostName(e.host, e.cluster, v.key, zone)
 			for _, p := range ports {
-				a.answer = append(a.answer, srv(owner, target, p.port, n, m.ttl))
+				block = append(block, srv(owner, target, p.port, n, m.ttl))
+				a.answer = append(a.answer, &block[len(block)-1])
 			}
 		}
-		a.extra = append(a.extra, address(target, e.ip, e.v6, m.ttl))
+		b := v4
+		if e.v6 {
+			b = v6
+		}
+		a.extra = append(a.extra, b.next(target, e.ip, m.ttl))
 	}
 	return a
 }

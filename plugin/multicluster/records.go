@@ -32,25 +32,55 @@ func addresses(owner string, ips []net.IP, v6 bool, ttl uint32) []dns.RR {
 	if len(ips) == 0 {
 		return nil
 	}
+	b := newAddressBlock(len(ips), v6)
 	rrs := make([]dns.RR, len(ips))
 	for i, ip := range ips {
-		rrs[i] = address(owner, ip, v6, ttl)
+		rrs[i] = b.next(owner, ip, ttl)
 	}
 	return rrs
 }
 
-func address(owner string, ip net.IP, v6 bool, ttl uint32) dns.RR {
+// addressBlock hands out A or AAAA records allocated in one block, so that an
+// answer of many addresses costs a few allocations, not one per record. Each
+// answer gets its own records: plugins after this one may change them.
+type addressBlock struct {
+	v4 []dns.A
+	v6 []dns.AAAA
+}
+
+func newAddressBlock(n int, v6 bool) *addressBlock {
 	if v6 {
-		return &dns.AAAA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: ip}
+		return &addressBlock{v6: make([]dns.AAAA, 0, n)}
 	}
-	return &dns.A{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: ip}
+	return &addressBlock{v4: make([]dns.A, 0, n)}
+}
+
+// next returns a record of the block's family; the block must have room.
+func (b *addressBlock) next(owner string, ip net.IP, ttl uint32) dns.RR {
+	if b.v6 != nil {
+		b.v6 = append(b.v6, dns.AAAA{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeAAAA, Class: dns.ClassINET, Ttl: ttl}, AAAA: ip})
+		return &b.v6[len(b.v6)-1]
+	}
+	b.v4 = append(b.v4, dns.A{Hdr: dns.RR_Header{Name: owner, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: ttl}, A: ip})
+	return &b.v4[len(b.v4)-1]
+}
+
+// countFamily counts the endpoints of one family.
+func countFamily(endpoints []endpoint, v6 bool) int {
+	n := 0
+	for _, e := range endpoints {
+		if e.v6 == v6 {
+			n++
+		}
+	}
+	return n
 }
 
 // srv returns one SRV record. Weights split 100 evenly between the n records
 // of an answer, at least 1, as the kubernetes plugin does.
-func srv(owner, target string, port uint16, n int, ttl uint32) *dns.SRV {
+func srv(owner, target string, port uint16, n int, ttl uint32) dns.SRV {
 	weight := uint16(100 / max(n, 1))
-	return &dns.SRV{
+	return dns.SRV{
 		Hdr:      dns.RR_Header{Name: owner, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: ttl},
 		Priority: 0,
 		Weight:   max(weight, 1),
