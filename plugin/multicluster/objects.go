@@ -98,8 +98,8 @@ func newImportSpec(f importFields) (*importSpec, error) {
 	case "":
 		// The CRD requires a type; an object that lacks one is most likely a
 		// ClusterSetIP import written by an old controller.
-		s.problems = append(s.problems, "spec.type is empty; treated as ClusterSetIP")
 		s.ipv4, s.ipv6, s.problems = parseClusterSetIPs(f.ips)
+		s.problems = append(s.problems, "spec.type is empty; treated as ClusterSetIP")
 	default:
 		return nil, fmt.Errorf("unknown spec.type %q", f.typ)
 	}

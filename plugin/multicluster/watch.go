@@ -26,6 +26,10 @@ import (
 const (
 	mcsGroup       = "multicluster.x-k8s.io"
 	importResource = "serviceimports"
+
+	// maxRetry bounds the wait between attempts while degraded, and so how
+	// long the plugin takes to heal once the CRD or the permission appears.
+	maxRetry = 5 * time.Second
 )
 
 // Reasons the plugin can be degraded, the reason label of degradedGauge.
@@ -51,7 +55,8 @@ type watcher struct {
 	services    cache.Store
 	servicesOK  func() bool
 
-	// retry is the wait between discovery attempts while the CRD is missing.
+	// retry is the first wait before another attempt while the CRD or a
+	// permission is missing; it doubles up to maxRetry.
 	retry time.Duration
 
 	mu     sync.Mutex
@@ -79,7 +84,7 @@ func (w *watcher) start(onSynced func()) {
 	w.done = make(chan struct{})
 
 	if w.ownServices {
-		store, ctrl := newInformer("Service", serviceListWatch(w.kube), w.kube, &corev1.Service{}, toService, w.guard(reasonServiceRBAC, "services"), nil)
+		store, ctrl := newInformer("Service", serviceListWatch(w.kube), w.kube, &corev1.Service{}, toService, w.guard(reasonServiceRBAC, "services"), w.retry, nil)
 		w.services = w.track("Service", store)
 		w.servicesOK = ctrl.HasSynced
 		go ctrl.RunWithContext(ctx)
@@ -94,8 +99,8 @@ func (w *watcher) start(onSynced func()) {
 
 		var synced []cache.InformerSynced
 		for _, ns := range w.watchNamespaces() {
-			is, ic := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), w.mcs, importObjectType(version), toImportSpec, w.guard(reasonImportRBAC, importResource), importHandler(w.sources))
-			ss, sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), w.kube, &discovery.EndpointSlice{}, toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), sliceHandler(w.sources))
+			is, ic := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), w.mcs, importObjectType(version), toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, importHandler(w.sources))
+			ss, sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), w.kube, &discovery.EndpointSlice{}, toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), w.retry, sliceHandler(w.sources))
 			w.track(kindServiceImport, is)
 			w.track(kindEndpointSlice, ss)
 			go ic.RunWithContext(ctx)
@@ -150,7 +155,7 @@ func (w *watcher) discover(ctx context.Context) (string, bool) {
 			return "", false
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, 30*time.Second)
+		wait = min(2*wait, maxRetry)
 	}
 }
 
@@ -180,6 +185,10 @@ func (w *watcher) guard(reason, resource string) func(error) {
 		switch {
 		case err == nil:
 			w.health.clear(reason)
+			if reason == reasonImportRBAC {
+				// A CRD deleted and installed again while watching.
+				w.health.clear(reasonCRD)
+			}
 		case apierrors.IsForbidden(err):
 			w.health.set(reason, fmt.Sprintf("not allowed to list and watch %s: grant the ClusterRole in manifests/rbac (%v)", resource, err))
 		case apierrors.IsNotFound(err) && reason == reasonImportRBAC:
@@ -300,10 +309,15 @@ func (s *sliceSpec) takeProblems() []string  { p := s.problems; s.problems = nil
 // once per version and drops it (an earlier good version is withdrawn),
 // and it keeps the reflector quiet about errors onError turns into a
 // degraded state.
-func newInformer(kind string, lw *cache.ListWatch, client any, objType runtime.Object, convert object.ToFunc, onError func(error), h *handler) (cache.Store, cache.Controller) {
+func newInformer(kind string, lw *cache.ListWatch, client any, objType runtime.Object, convert object.ToFunc, onError func(error), retry time.Duration, h *handler) (cache.Store, cache.Controller) {
 	store := cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)
 	metricKind := strings.ToLower(kind)
 	count := objects.WithLabelValues(metricKind)
+	// skipped holds the version of each object dropped whole, which the store
+	// does not remember, so that a relist does not log it again. Only
+	// process, which runs on one goroutine, uses it. An object deleted while
+	// the watch was down stays until its key comes back: a few bytes.
+	skipped := map[string]string{}
 	process := func(obj any, _ bool) error {
 		for _, d := range obj.(cache.Deltas) {
 			switch d.Type {
@@ -314,12 +328,14 @@ func newInformer(kind string, lw *cache.ListWatch, client any, objType runtime.O
 				}
 				old, exists, _ := store.Get(in)
 				sameVersion := exists && old.(meta.Object).GetResourceVersion() == in.GetResourceVersion()
+				key := objectKey(in)
 				out, err := convert(in)
 				if err != nil {
-					if !sameVersion {
+					if v, ok := skipped[key]; !sameVersion && (!ok || v != in.GetResourceVersion()) {
 						log.Warningf("Skipping %s %s/%s (resourceVersion %s): %v", kind, in.GetNamespace(), in.GetName(), in.GetResourceVersion(), err)
 						malformedTotal.WithLabelValues(metricKind).Inc()
 					}
+					skipped[key] = in.GetResourceVersion()
 					if exists {
 						_ = store.Delete(old)
 						count.Dec()
@@ -329,6 +345,7 @@ func newInformer(kind string, lw *cache.ListWatch, client any, objType runtime.O
 					}
 					continue
 				}
+				delete(skipped, key)
 				if p, ok := out.(problemReporter); ok {
 					if problems := p.takeProblems(); len(problems) > 0 && !sameVersion {
 						log.Warningf("%s %s/%s (resourceVersion %s): %s", kind, in.GetNamespace(), in.GetName(), in.GetResourceVersion(), strings.Join(problems, "; "))
@@ -350,13 +367,11 @@ func newInformer(kind string, lw *cache.ListWatch, client any, objType runtime.O
 				case cache.DeletedFinalStateUnknown:
 					key = o.Key
 				case meta.Object:
-					key = o.GetNamespace() + "/" + o.GetName()
-					if o.GetNamespace() == "" {
-						key = o.GetName()
-					}
+					key = objectKey(o)
 				default:
 					continue
 				}
+				delete(skipped, key)
 				old, exists, _ := store.GetByKey(key)
 				if !exists {
 					continue
@@ -372,7 +387,7 @@ func newInformer(kind string, lw *cache.ListWatch, client any, objType runtime.O
 	}
 	cfg := &cache.Config{
 		Queue:            cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: store, EmitDeltaTypeReplaced: true}),
-		ListerWatcher:    cache.ToListWatcherWithWatchListSemantics(reporting(lw, onError), client),
+		ListerWatcher:    cache.ToListWatcherWithWatchListSemantics(reporting(lw, onError, retry), client),
 		ObjectType:       objType,
 		Process:          process,
 		FullResyncPeriod: 0,
@@ -386,15 +401,37 @@ func newInformer(kind string, lw *cache.ListWatch, client any, objType runtime.O
 	return store, cache.New(cfg)
 }
 
+// objectKey is the store key of o: namespace/name, or name.
+func objectKey(o meta.Object) string {
+	if o.GetNamespace() == "" {
+		return o.GetName()
+	}
+	return o.GetNamespace() + "/" + o.GetName()
+}
+
 // reporting returns lw with the outcome of every list and watch call passed
-// to report.
-func reporting(lw *cache.ListWatch, report func(error)) *cache.ListWatch {
+// to report. A list refused for a reason only an administrator can fix (a
+// missing RBAC rule or CRD) is retried here, the wait doubling from retry to
+// maxRetry, instead of failing: the reflector would back off for up to a
+// minute between attempts, and the plugin must heal soon after the fix.
+func reporting(lw *cache.ListWatch, report func(error), retry time.Duration) *cache.ListWatch {
 	list, watchFunc := lw.ListWithContextFunc, lw.WatchFuncWithContext
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o meta.ListOptions) (runtime.Object, error) {
-			obj, err := list(ctx, o)
-			report(err)
-			return obj, err
+			wait := retry
+			for {
+				obj, err := list(ctx, o)
+				report(err)
+				if retry <= 0 || !(apierrors.IsForbidden(err) || apierrors.IsNotFound(err)) {
+					return obj, err
+				}
+				select {
+				case <-ctx.Done():
+					return nil, err
+				case <-time.After(wait):
+				}
+				wait = min(2*wait, maxRetry)
+			}
 		},
 		WatchFuncWithContext: func(ctx context.Context, o meta.ListOptions) (watch.Interface, error) {
 			wi, err := watchFunc(ctx, o)
