@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -172,14 +173,16 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() (bo
 	}
 }
 
-// expectAddresses waits until name answers exactly want (over UDP and TCP).
+// expectAddresses waits until name answers exactly want, in any order (over
+// UDP and TCP).
 func expectAddresses(t *testing.T, s *server, name string, qtype uint16, within time.Duration, want ...string) {
 	t.Helper()
+	want = slices.Sorted(slices.Values(want))
 	eventually(t, within, fmt.Sprintf("%s %s answers %v", name, dns.TypeToString[qtype], want), func() (bool, string) {
 		for _, proto := range []string{"udp", "tcp"} {
 			r := s.query(t, proto, name, qtype)
-			got := addresses(r)
-			if r.Rcode != dns.RcodeSuccess || strings.Join(got, ",") != strings.Join(want, ",") {
+			got := slices.Sorted(slices.Values(addresses(r)))
+			if r.Rcode != dns.RcodeSuccess || !slices.Equal(got, want) {
 				return false, fmt.Sprintf("%s: %s %v", proto, dns.RcodeToString[r.Rcode], got)
 			}
 		}
