@@ -1,0 +1,453 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
+)
+
+// The tests in this file need a control plane of their own: without the
+// CRDs, with only v1alpha1, or one whose API server they stop. Each takes
+// seconds to start, so they run one after the other.
+
+// ownCluster is a control plane of one test, with admin clients.
+type ownCluster struct {
+	cp   *controlplane.ControlPlane
+	kube kubernetes.Interface
+	mcs  mcsclient.Interface
+}
+
+func startOwnCluster(t *testing.T, opts controlplane.Options) *ownCluster {
+	t.Helper()
+	cp := controlplane.ForTest(t, opts)
+	return &ownCluster{cp: cp, kube: kubernetes.NewForConfigOrDie(cp.Config), mcs: mcsclient.NewForConfigOrDie(cp.Config)}
+}
+
+func (c *ownCluster) namespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ns, err := c.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: meta.ObjectMeta{GenerateName: prefix + "-"}}, meta.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+func (c *ownCluster) service(t *testing.T, ns, name string) *corev1.Service {
+	t.Helper()
+	svc := &corev1.Service{
+		ObjectMeta: meta.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}},
+	}
+	out, err := c.kube.CoreV1().Services(ns).Create(context.Background(), svc, meta.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func (c *ownCluster) createImport(t *testing.T, si *mcsv1beta1.ServiceImport) {
+	t.Helper()
+	if _, err := c.mcs.MulticlusterV1beta1().ServiceImports(si.Namespace).Create(context.Background(), si, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// grant binds a new ClusterRole with rules to user.
+func (c *ownCluster) grant(t *testing.T, name, user string, rules ...rbacv1.PolicyRule) {
+	t.Helper()
+	ctx := context.Background()
+	role := &rbacv1.ClusterRole{ObjectMeta: meta.ObjectMeta{Name: name}, Rules: rules}
+	if _, err := c.kube.RbacV1().ClusterRoles().Create(ctx, role, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: meta.ObjectMeta{Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	if _, err := c.kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// resilienceCorefile is the kube-system Corefile with metrics, reading the
+// API server of kubeconfig; without multicluster when plain is set.
+func resilienceCorefile(kubeconfig string, metricsPort int, plain bool) string {
+	multicluster := `
+    multicluster clusterset.local in-addr.arpa ip6.arpa {
+        kubeconfig ` + kubeconfig + `
+        fallback cluster.local
+    }`
+	if plain {
+		multicluster = ""
+	}
+	return `.:{{.Port}} {
+    ready 127.0.0.1:{{.ReadyPort}}
+    prometheus 127.0.0.1:` + strconv.Itoa(metricsPort) + multicluster + `
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig ` + kubeconfig + `
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+}
+`
+}
+
+// resilientServer is a coredns process and the URL of its metrics.
+type resilientServer struct {
+	*server
+	metrics string
+}
+
+// startWith runs coredns with multicluster against kubeconfig, and waits
+// until /ready says 200.
+func startWith(t *testing.T, kubeconfig string) resilientServer {
+	t.Helper()
+	port := freePort(t)
+	s := startServer(t, resilienceCorefile(kubeconfig, port, false), true)
+	return resilientServer{server: s, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port)}
+}
+
+// startWithout runs the same server without multicluster.
+func startWithout(t *testing.T, kubeconfig string) *server {
+	t.Helper()
+	return startServer(t, resilienceCorefile(kubeconfig, freePort(t), true), true)
+}
+
+// metric returns the value of the sample name{labels}, or -1 if absent.
+func (s resilientServer) metric(t *testing.T, name, labels string) float64 {
+	t.Helper()
+	resp, err := http.Get(s.metrics)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	prefix := name + "{" + labels + "} "
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("metric %s: %v", sc.Text(), err)
+			}
+			return f
+		}
+	}
+	return -1
+}
+
+func (s resilientServer) expectDegraded(t *testing.T, reason string, want float64) {
+	t.Helper()
+	if got := s.metric(t, "coredns_multicluster_degraded", `reason="`+reason+`"`); got != want {
+		t.Errorf("coredns_multicluster_degraded{reason=%q} = %v, want %v", reason, got, want)
+	}
+}
+
+// expectLoggedOnce checks that the log says what is missing and how to fix
+// it, once, however often it was retried.
+func expectLoggedOnce(t *testing.T, s *server, what string) {
+	t.Helper()
+	if n := strings.Count(s.log.String(), what); n != 1 {
+		t.Errorf("the log says %q %d times, want once:\n%s", what, n, s.log.String())
+	}
+}
+
+type question struct {
+	name  string
+	qtype uint16
+}
+
+// expectSameAnswers checks that with and without answer every question
+// identically, over UDP and TCP.
+func expectSameAnswers(t *testing.T, with, without *server, questions []question) {
+	t.Helper()
+	for _, q := range questions {
+		for _, proto := range []string{"udp", "tcp"} {
+			eventually(t, 5*time.Second, q.name+" "+dns.TypeToString[q.qtype]+" over "+proto+" answered as without multicluster", func() (bool, string) {
+				a, b := with.query(t, proto, q.name, q.qtype), without.query(t, proto, q.name, q.qtype)
+				a.Id, b.Id = 0, 0
+				return a.String() == b.String(), "\nwith:\n" + a.String() + "\nwithout:\n" + b.String()
+			})
+		}
+	}
+}
+
+// expectServfail checks that name answers SERVFAIL over UDP and TCP.
+func expectServfail(t *testing.T, s *server, name string) {
+	t.Helper()
+	for _, proto := range []string{"udp", "tcp"} {
+		if r := s.query(t, proto, name, dns.TypeA); r.Rcode != dns.RcodeServerFailure {
+			t.Errorf("%s over %s: %s, want SERVFAIL while degraded", name, proto, dns.RcodeToString[r.Rcode])
+		}
+	}
+}
+
+// localQuestions are cluster-local names that must be answered exactly as
+// without multicluster while it is degraded: a Service, an import with no
+// local Service (passed on), and what the kubernetes plugin owns.
+func localQuestions(ns string) []question {
+	return []question{
+		{"web." + ns + ".svc.cluster.local.", dns.TypeA},
+		{"web." + ns + ".svc.cluster.local.", dns.TypeSRV},
+		{"_http._tcp.web." + ns + ".svc.cluster.local.", dns.TypeSRV},
+		{"db." + ns + ".svc.cluster.local.", dns.TypeA},
+		{"kubernetes.default.svc.cluster.local.", dns.TypeA},
+		{"cluster.local.", dns.TypeSOA},
+	}
+}
+
+// TestDegradedWithoutCRDs starts coredns on a cluster without the mcs-api
+// CRDs: it is ready, cluster.local is untouched, the clusterset zone says
+// SERVFAIL; installing the CRDs heals it without a restart.
+func TestDegradedWithoutCRDs(t *testing.T) {
+	c := startOwnCluster(t, controlplane.Options{})
+	ns := c.namespace(t, "nocrd")
+	svc := c.service(t, ns, "web")
+
+	with := startWith(t, c.cp.Kubeconfig) // ready: startServer waited for /ready 200
+	without := startWithout(t, c.cp.Kubeconfig)
+
+	clusterset := "db." + ns + ".svc.clusterset.local."
+	expectRcode(t, with.server, clusterset, dns.TypeA, 10*time.Second, dns.RcodeServerFailure)
+	expectServfail(t, with.server, clusterset)
+	expectSameAnswers(t, with.server, without, localQuestions(ns))
+	if got := addresses(with.query(t, "udp", "web."+ns+".svc.cluster.local.", dns.TypeA)); len(got) != 1 || got[0] != svc.Spec.ClusterIP {
+		t.Errorf("local Service: %v, want its ClusterIP %s", got, svc.Spec.ClusterIP)
+	}
+	if !with.isReady() {
+		t.Error("degraded server not ready")
+	}
+	with.expectDegraded(t, "crd", 1)
+	expectLoggedOnce(t, with.server, "the ServiceImport CRD (serviceimports.multicluster.x-k8s.io) is not installed: apply manifests/crds")
+
+	start := time.Now()
+	if err := c.cp.InstallCRDs(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	served := time.Since(start)
+	created := time.Now()
+	c.createImport(t, newImport(ns, "db", "10.42.7.1"))
+	c.createImport(t, newImport(ns, "web", "10.42.7.2"))
+	expectAddresses(t, with.server, clusterset, dns.TypeA, 10*time.Second, "10.42.7.1")
+	t.Logf("CRDs served %s after installing them; the import answered %s after its creation", served.Round(time.Millisecond), time.Since(created).Round(time.Millisecond))
+
+	expectAddresses(t, with.server, "db."+ns+".svc.cluster.local.", dns.TypeA, propagation, "10.42.7.1")
+	// Local still wins.
+	expectAddresses(t, with.server, "web."+ns+".svc.cluster.local.", dns.TypeA, propagation, svc.Spec.ClusterIP)
+	with.expectDegraded(t, "crd", 0)
+	expectLoggedOnce(t, with.server, "Recovered: crd")
+	expectLoggedOnce(t, with.server, "Watching ServiceImports multicluster.x-k8s.io/v1beta1")
+}
+
+// TestDegradedWithoutRBAC runs coredns as a user that may read what the
+// kubernetes plugin reads, and EndpointSlices, but not ServiceImports; then
+// the permission is granted, and the plugin heals by itself.
+func TestDegradedWithoutRBAC(t *testing.T) {
+	c := startOwnCluster(t, controlplane.Options{InstallCRDs: true})
+	const user = "coredns-without-mcs"
+	c.grant(t, "coredns-base", user,
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"services", "endpoints", "namespaces", "pods"}, Verbs: []string{"list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
+	)
+	kubeconfig, err := c.cp.KubeconfigFor(user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := c.namespace(t, "norbac")
+	svc := c.service(t, ns, "web")
+	c.createImport(t, newImport(ns, "db", "10.42.8.1"))
+	c.createImport(t, newImport(ns, "web", "10.42.8.2"))
+
+	with := startWith(t, kubeconfig)
+	without := startWithout(t, kubeconfig)
+
+	clusterset := "db." + ns + ".svc.clusterset.local."
+	expectRcode(t, with.server, clusterset, dns.TypeA, 10*time.Second, dns.RcodeServerFailure)
+	expectServfail(t, with.server, clusterset)
+	expectSameAnswers(t, with.server, without, localQuestions(ns))
+	if got := addresses(with.query(t, "udp", "web."+ns+".svc.cluster.local.", dns.TypeA)); len(got) != 1 || got[0] != svc.Spec.ClusterIP {
+		t.Errorf("local Service: %v, want its ClusterIP %s", got, svc.Spec.ClusterIP)
+	}
+	if !with.isReady() {
+		t.Error("degraded server not ready")
+	}
+	with.expectDegraded(t, "rbac_serviceimports", 1)
+	expectLoggedOnce(t, with.server, "not allowed to list and watch serviceimports: grant the ClusterRole in manifests/rbac")
+
+	granted := time.Now()
+	c.grant(t, "coredns-mcs", user, rbacv1.PolicyRule{APIGroups: []string{mcsv1beta1.GroupName}, Resources: []string{"serviceimports"}, Verbs: []string{"list", "watch"}})
+	expectAddresses(t, with.server, clusterset, dns.TypeA, 40*time.Second, "10.42.8.1")
+	t.Logf("healed %s after the permission was granted", time.Since(granted).Round(time.Millisecond))
+	expectAddresses(t, with.server, "db."+ns+".svc.cluster.local.", dns.TypeA, propagation, "10.42.8.1")
+	expectAddresses(t, with.server, "web."+ns+".svc.cluster.local.", dns.TypeA, propagation, svc.Spec.ClusterIP)
+	with.expectDegraded(t, "rbac_serviceimports", 0)
+	expectLoggedOnce(t, with.server, "Recovered: rbac_serviceimports")
+}
+
+// TestV1alpha1Only runs coredns on a cluster that serves ServiceImport at
+// v1alpha1 only, as Karmada installs it.
+func TestV1alpha1Only(t *testing.T) {
+	c := startOwnCluster(t, controlplane.Options{InstallCRDs: true, CRDVersions: []string{"v1alpha1"}})
+	ns := c.namespace(t, "alpha")
+	ctx := context.Background()
+	alpha := func(name, ip string) {
+		t.Helper()
+		si := &mcsv1alpha1.ServiceImport{
+			ObjectMeta: meta.ObjectMeta{Namespace: ns, Name: name},
+			Spec: mcsv1alpha1.ServiceImportSpec{
+				Type:  mcsv1alpha1.ClusterSetIP,
+				IPs:   []string{ip},
+				Ports: []mcsv1alpha1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}},
+			},
+		}
+		if _, err := c.mcs.MulticlusterV1alpha1().ServiceImports(ns).Create(ctx, si, meta.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alpha("listed", "10.42.9.1")
+
+	with := startWith(t, c.cp.Kubeconfig)
+	expectAddresses(t, with.server, "listed."+ns+".svc.clusterset.local.", dns.TypeA, propagation, "10.42.9.1")
+	alpha("watched", "10.42.9.2")
+	expectAddresses(t, with.server, "watched."+ns+".svc.clusterset.local.", dns.TypeA, propagation, "10.42.9.2")
+	expectAddresses(t, with.server, "watched."+ns+".svc.cluster.local.", dns.TypeA, propagation, "10.42.9.2")
+	expectLoggedOnce(t, with.server, "Watching ServiceImports multicluster.x-k8s.io/v1alpha1")
+	if strings.Contains(with.log.String(), "Degraded") {
+		t.Errorf("degraded on a v1alpha1 cluster:\n%s", with.log.String())
+	}
+}
+
+// outageTally counts the answers to steady queries.
+type outageTally struct {
+	mu                             sync.Mutex
+	queries, servfail, lost, wrong int
+	examples                       []string
+}
+
+func (o *outageTally) add(kind *int, example string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.queries++
+	if kind != nil {
+		*kind++
+		if len(o.examples) < 5 {
+			o.examples = append(o.examples, example)
+		}
+	}
+}
+
+// TestAPIServerOutage stops kube-apiserver for 10 s under a query every
+// 50 ms: cached names keep their answers, with not one SERVFAIL. Once it is
+// back, a new import and a changed one are answered. (Nothing can be created
+// through an API server that is down, so "created during the outage" is
+// taken as "created as soon as it returns".)
+func TestAPIServerOutage(t *testing.T) {
+	c := startOwnCluster(t, controlplane.Options{InstallCRDs: true})
+	ns := c.namespace(t, "outage")
+	local := c.service(t, ns, "local")
+	c.createImport(t, newImport(ns, "web", "10.42.10.1"))
+	s := startWith(t, c.cp.Kubeconfig)
+
+	steady := []struct {
+		name string
+		want string
+	}{
+		{"web." + ns + ".svc.clusterset.local.", "10.42.10.1"},
+		{"web." + ns + ".svc.cluster.local.", "10.42.10.1"},
+		{"local." + ns + ".svc.cluster.local.", local.Spec.ClusterIP},
+	}
+	for _, q := range steady {
+		expectAddresses(t, s.server, q.name, dns.TypeA, propagation, q.want)
+	}
+
+	var tally outageTally
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		client := dns.Client{Net: "udp", Timeout: 2 * time.Second}
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			q := steady[i%len(steady)]
+			m := new(dns.Msg)
+			m.SetQuestion(q.name, dns.TypeA)
+			r, _, err := client.Exchange(m, s.addr)
+			switch {
+			case err != nil:
+				tally.add(&tally.lost, fmt.Sprintf("%s: %v", q.name, err))
+			case r.Rcode == dns.RcodeServerFailure:
+				tally.add(&tally.servfail, q.name+": SERVFAIL")
+			case r.Rcode != dns.RcodeSuccess || strings.Join(addresses(r), ",") != q.want:
+				tally.add(&tally.wrong, fmt.Sprintf("%s: %s %v", q.name, dns.RcodeToString[r.Rcode], addresses(r)))
+			default:
+				tally.add(nil, "")
+			}
+		}
+	}()
+
+	stopped := time.Now()
+	if err := c.cp.StopAPIServer(); err != nil {
+		// It stops listening at once, but may take its grace period to exit
+		// while watches are open, and is then killed: down either way.
+		t.Logf("stop kube-apiserver: %v", err)
+	}
+	if _, err := c.kube.Discovery().ServerVersion(); err == nil {
+		t.Fatal("the API server still answers after StopAPIServer")
+	}
+	// The outage lasts at least 10 s on purpose; the queries run all along.
+	time.Sleep(time.Until(stopped.Add(10 * time.Second)))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.cp.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	close(stop)
+	<-done
+	t.Logf("API server down for %s; %d queries meanwhile: %d SERVFAIL, %d unanswered, %d wrong",
+		restarted.Sub(stopped).Round(time.Millisecond), tally.queries, tally.servfail, tally.lost, tally.wrong)
+	if tally.servfail+tally.lost+tally.wrong > 0 || tally.queries < 150 {
+		t.Errorf("want at least 150 queries, all answered as before the outage; got %d queries, %d SERVFAIL, %d unanswered, %d wrong: %v",
+			tally.queries, tally.servfail, tally.lost, tally.wrong, tally.examples)
+	}
+	if strings.Contains(s.log.String(), "Degraded") {
+		t.Errorf("an unreachable API server made the plugin degraded:\n%s", s.log.String())
+	}
+
+	c.createImport(t, newImport(ns, "fresh", "10.42.10.3"))
+	si, err := c.mcs.MulticlusterV1beta1().ServiceImports(ns).Get(ctx, "web", meta.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	si.Spec.IPs = []string{"10.42.10.2"}
+	if _, err := c.mcs.MulticlusterV1beta1().ServiceImports(ns).Update(ctx, si, meta.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	changed := time.Now()
+	expectAddresses(t, s.server, "fresh."+ns+".svc.clusterset.local.", dns.TypeA, 30*time.Second, "10.42.10.3")
+	expectAddresses(t, s.server, "web."+ns+".svc.clusterset.local.", dns.TypeA, 30*time.Second, "10.42.10.2")
+	t.Logf("after the restart, the new and the changed import answered %s after the change (%s after the API server was ready)",
+		time.Since(changed).Round(time.Millisecond), time.Since(restarted).Round(time.Millisecond))
+}
