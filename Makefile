@@ -7,7 +7,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION) -X github.com/coredns/coredns/corema
 BINARY := build/coredns
 IMAGE ?= ghcr.io/coredns-mcs/coredns-mcs:$(VERSION)
 
-.PHONY: all build gen check-gen test test-unit test-e2e testbin run lint clean image release release-check
+.PHONY: all build gen check-gen test test-unit test-e2e testbin run lint clean image release release-check bench
 
 all: build
 
@@ -35,6 +35,14 @@ test-unit: ## unit tests only (seconds)
 
 run: build ## a local API server with example objects, and coredns on 127.0.0.1:1053
 	@bash test/run.sh
+
+# Not part of `make test`: it takes about a quarter of an hour and wants a
+# quiet machine. N sizes the throughput sets (default 1000), BENCH_BIG and
+# BENCH_MID the memory and start-up sets (default 50000 and BENCH_BIG/5).
+bench: build ## performance against a real API server: toll, clusterset QPS, memory, propagation, start-up; writes BENCHMARKS.md
+	$(GO) build -o build/mcsbench ./test/cmd/mcsbench
+	KUBEBUILDER_ASSETS="$$(bash test/testbin/build.sh)" build/mcsbench -coredns $(BINARY) -out BENCHMARKS.md \
+		-n $(or $(N),1000) -big $(or $(BENCH_BIG),50000) $(if $(BENCH_MID),-mid $(BENCH_MID)) $(BENCH_FLAGS)
 
 image: ## the container image $(IMAGE), with docker (BuildKit)
 	@docker info >/dev/null 2>&1 || { echo "make image: no docker engine reachable here; build the Dockerfile where one runs (see its header)" >&2; exit 1; }

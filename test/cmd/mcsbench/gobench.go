@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// goBench is the output of one `go test -bench` run.
+type goBench struct {
+	pkg   string
+	cmd   string
+	lines []string // the header (goos, cpu...) and Benchmark lines
+	err   error
+}
+
+var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([0-9.]+) ns/op`)
+
+// nsPerOp returns the median ns/op of the named benchmark over all counts.
+func (g goBench) nsPerOp(name string) (float64, bool) {
+	var xs []float64
+	for _, l := range g.lines {
+		m := benchLine.FindStringSubmatch(l)
+		if m == nil || m[1] != name {
+			continue
+		}
+		if v, err := strconv.ParseFloat(m[2], 64); err == nil {
+			xs = append(xs, v)
+		}
+	}
+	return median(xs), len(xs) > 0
+}
+
+// runGoBench runs the Go benchmarks of pkg from the repository root.
+func runGoBench(ctx context.Context, root, pkg string, count int) goBench {
+	args := []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-count", strconv.Itoa(count), pkg}
+	g := goBench{pkg: pkg, cmd: "go " + strings.Join(quoteArgs(args), " ")}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	cmd.SysProcAttr = childAttr()
+	out, err := cmd.CombinedOutput()
+	g.err = err
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(l, "Benchmark") || strings.HasPrefix(l, "goos:") || strings.HasPrefix(l, "goarch:") ||
+			strings.HasPrefix(l, "pkg:") || strings.HasPrefix(l, "cpu:") {
+			g.lines = append(g.lines, strings.TrimRight(l, " \t"))
+		}
+	}
+	if err != nil && len(g.lines) == 0 {
+		g.lines = append(g.lines, strings.Split(strings.TrimSpace(string(out)), "\n")...)
+	}
+	return g
+}
+
+// quoteArgs single-quotes the arguments a shell would mangle.
+func quoteArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, "^$*? ") {
+			a = "'" + a + "'"
+		}
+		out[i] = a
+	}
+	return out
+}

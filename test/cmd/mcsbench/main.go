@@ -1,0 +1,540 @@
+// Command mcsbench measures what the multicluster plugin costs and gives,
+// against a real kube-apiserver and etcd (see test/controlplane), and writes
+// the results to BENCHMARKS.md. It backs `make bench`:
+//
+//	go build -o build/mcsbench ./test/cmd/mcsbench
+//	build/mcsbench -coredns build/coredns -n 1000 -big 50000 -out BENCHMARKS.md
+//
+// In one run it measures, with build/coredns as a process:
+//
+//   - the toll on cluster.local: the same binary with and without the
+//     multicluster block, queried for local Services, in interleaved dnsperf
+//     rounds;
+//   - clusterset.local answers of multicluster against cluster.local answers
+//     of kubernetes, on the same server;
+//   - memory with 0, -mid and -big Services and ServiceImports, with and
+//     without the plugin;
+//   - the delay from an API write to the changed DNS answer;
+//   - the start-up time to /ready with -big imports present;
+//   - the Go benchmarks of the kubernetes plugin and of multicluster.
+//
+// It needs dnsperf, and taskset for pinning. Everything it starts is
+// stopped when it ends, also on SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
+)
+
+type config struct {
+	coredns     string
+	out         string
+	n           int
+	mid, big    int
+	rounds      int
+	round       time.Duration
+	writes      int
+	startupRuns int
+	workers     int
+	goBench     bool
+	benchCount  int
+	profile     bool
+	pin         bool
+	timeout     time.Duration
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "mcsbench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var c config
+	flag.StringVar(&c.coredns, "coredns", "build/coredns", "the coredns `binary` to measure")
+	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "write the report to `FILE` (a failed run writes FILE.failed instead)")
+	flag.IntVar(&c.n, "n", 1000, "Services and ServiceImports for the throughput and propagation measurements")
+	flag.IntVar(&c.big, "big", 50000, "Services and ServiceImports for the largest memory and the start-up measurement")
+	flag.IntVar(&c.mid, "mid", 0, "Services and ServiceImports for the middle memory measurement (default big/5)")
+	flag.IntVar(&c.rounds, "rounds", 6, "measured dnsperf rounds per side of each A/B comparison")
+	flag.DurationVar(&c.round, "round", 5*time.Second, "length of one dnsperf round (whole seconds)")
+	flag.IntVar(&c.writes, "writes", 200, "API writes whose propagation is measured")
+	flag.IntVar(&c.startupRuns, "startup-runs", 3, "start-ups of each server with -big objects")
+	flag.IntVar(&c.workers, "workers", 32, "concurrent API writers when creating objects")
+	flag.BoolVar(&c.goBench, "gobench", true, "run the Go benchmarks of the kubernetes and multicluster plugins")
+	flag.IntVar(&c.benchCount, "gobench-count", 3, "-count for the Go benchmarks")
+	flag.BoolVar(&c.profile, "profile", true, "take CPU profiles of coredns under load")
+	flag.BoolVar(&c.pin, "pin", true, "pin coredns to CPU 0 and dnsperf to CPU 1 during throughput rounds")
+	flag.DurationVar(&c.timeout, "timeout", 45*time.Minute, "give up after this long")
+	flag.Parse()
+	if flag.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", flag.Args())
+	}
+	if c.mid == 0 {
+		c.mid = c.big / 5
+	}
+	if c.n < 1 || c.big < 1 || c.mid < 1 || c.mid > c.big || c.rounds < 1 || c.round < time.Second || c.writes < 1 || c.startupRuns < 1 || c.workers < 1 {
+		return errors.New("-n, -mid, -big, -rounds, -writes, -startup-runs and -workers must be positive, -mid <= -big, -round >= 1s")
+	}
+	var err error
+	if c.coredns, err = filepath.Abs(c.coredns); err != nil {
+		return err
+	}
+	for _, tool := range []string{"dnsperf", "taskset"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s is needed (apt-get install -y dnsperf util-linux): %w", tool, err)
+		}
+	}
+	if _, err := os.Stat(c.coredns); err != nil {
+		return fmt.Errorf("coredns binary: %w (run make build)", err)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+
+	b := &bench{cfg: c, res: &results{started: time.Now(), args: os.Args, cfg: c}}
+	// The flags that `make bench` passes through BENCH_FLAGS, for the
+	// report's command line.
+	flag.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "coredns", "out", "n", "big", "mid":
+		default:
+			b.res.extraFlags = append(b.res.extraFlags, "-"+f.Name+"="+f.Value.String())
+		}
+	})
+	runErr := b.run(ctx)
+	b.res.finished = time.Now()
+	b.res.loads = b.loads.stop()
+	out := c.out
+	if runErr != nil {
+		b.res.failure = runErr.Error()
+		out += ".failed"
+	}
+	if err := os.WriteFile(out, []byte(b.res.markdown()), 0o644); err != nil {
+		return errors.Join(runErr, fmt.Errorf("write report: %w", err))
+	}
+	status("report written to %s", out)
+	return runErr
+}
+
+// bench is one run.
+type bench struct {
+	cfg   config
+	res   *results
+	dir   string // Corefiles, logs, query files, profiles
+	root  string // the repository, for go test
+	cp    *controlplane.ControlPlane
+	c     *cluster
+	loads *loadSampler
+}
+
+func (b *bench) run(ctx context.Context) error {
+	var err error
+	if b.root, err = os.Getwd(); err != nil {
+		return err
+	}
+	if b.dir, err = os.MkdirTemp("", "mcsbench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(b.dir)
+	b.loads = startLoadSampler(5 * time.Second)
+	b.res.machine = readMachine(b.cfg.coredns)
+
+	// The Go benchmarks come first, while nothing else of ours runs.
+	if b.cfg.goBench {
+		for _, pkg := range []string{"github.com/coredns/coredns/plugin/kubernetes", "./plugin/multicluster/"} {
+			status("go benchmarks of %s", pkg)
+			b.phase("Go benchmarks " + pkg)
+			g := runGoBench(ctx, b.root, pkg, b.cfg.benchCount)
+			b.res.goBenches = append(b.res.goBenches, g)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+		}
+	}
+
+	assets, err := controlplane.Assets()
+	if err != nil {
+		return err
+	}
+	b.res.machine.apiserver = firstLine(filepath.Join(assets, "kube-apiserver"), "--version")
+	b.res.machine.etcd = firstLine(filepath.Join(assets, "etcd"), "--version")
+	status("starting etcd and kube-apiserver")
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	b.cp, err = controlplane.Start(startCtx, controlplane.Options{InstallCRDs: true, AssetsDir: assets})
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer func() {
+		status("stopping etcd and kube-apiserver")
+		if err := b.cp.Stop(); err != nil {
+			status("stop control plane: %v", err)
+		}
+	}()
+	cfg := rest.CopyConfig(b.cp.Config)
+	// Tens of thousands of creates: the client-side limit would be the
+	// bottleneck, not the API server.
+	cfg.QPS, cfg.Burst = 5000, 10000
+	b.c = &cluster{workers: b.cfg.workers}
+	if b.c.mcs, err = mcsclient.NewForConfig(cfg); err != nil {
+		return err
+	}
+	// Protobuf costs the API server less than JSON for built-in types
+	// (custom resources such as ServiceImports only speak JSON).
+	cfg.ContentType = "application/vnd.kubernetes.protobuf"
+	if b.c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return err
+	}
+
+	// Memory with an empty cluster first, then the small throughput set,
+	// which is removed again before the large sets are created, so that
+	// every memory figure counts exactly the objects it says.
+	if err := b.memory(ctx, 0, 1); err != nil {
+		return err
+	}
+	if err := b.throughput(ctx); err != nil {
+		return err
+	}
+	if err := b.objects(ctx, 0, b.cfg.mid); err != nil {
+		return err
+	}
+	if err := b.memory(ctx, b.cfg.mid, 1); err != nil {
+		return err
+	}
+	if err := b.objects(ctx, b.cfg.mid, b.cfg.big); err != nil {
+		return err
+	}
+	return b.memory(ctx, b.cfg.big, b.cfg.startupRuns)
+}
+
+// phase records the load average as a phase begins.
+func (b *bench) phase(name string) {
+	b.res.phases = append(b.res.phases, phaseLoad{name: name, at: time.Now(), load: loadAverage()})
+}
+
+const (
+	nsLocal   = "bench-local"   // Services without imports
+	nsImports = "bench-imports" // imports without Services
+	nsShadow  = "bench-shadow"  // Services with an import of the same name
+	nsProp    = "bench-prop"    // imports created, changed and deleted
+	nsBigSvc  = "big-services"
+	nsBigImp  = "big-imports"
+)
+
+// throughput runs the A/B comparisons and the propagation measurement on N
+// objects of each kind.
+func (b *bench) throughput(ctx context.Context) error {
+	n := b.cfg.n
+	b.phase(fmt.Sprintf("create %d Services and imports", n))
+	status("creating %d Services in %s, %d imports in %s, %d of each in %s", n, nsLocal, n, nsImports, n, nsShadow)
+	for _, ns := range []string{nsLocal, nsImports, nsShadow, nsProp} {
+		if err := b.c.namespace(ctx, ns); err != nil {
+			return err
+		}
+	}
+	if err := b.c.createServices(ctx, nsLocal, "svc", 0, n); err != nil {
+		return err
+	}
+	if err := b.c.createImports(ctx, nsImports, "imp", 0, n); err != nil {
+		return err
+	}
+	if err := b.c.createServices(ctx, nsShadow, "sh", 0, n); err != nil {
+		return err
+	}
+	if err := b.c.createImports(ctx, nsShadow, "sh", 0, n); err != nil {
+		return err
+	}
+
+	var local, clusterset, fallback, shadow []string
+	for i := range n {
+		local = append(local, objectName("svc", i)+"."+nsLocal+".svc.cluster.local.")
+		clusterset = append(clusterset, objectName("imp", i)+"."+nsImports+".svc.clusterset.local.")
+		fallback = append(fallback, objectName("imp", i)+"."+nsImports+".svc.cluster.local.")
+		shadow = append(shadow, objectName("sh", i)+"."+nsShadow+".svc.cluster.local.")
+	}
+	files := map[string][]string{"local": local, "clusterset": clusterset, "fallback": fallback, "shadow": shadow}
+	for name, names := range files {
+		if err := writeQueries(filepath.Join(b.dir, name+".queries"), names); err != nil {
+			return err
+		}
+	}
+	q := func(name string) string { return filepath.Join(b.dir, name+".queries") }
+
+	cpus := map[bool][2]string{true: {"0", "1"}, false: {"", ""}}[b.cfg.pin]
+	start := func(name, corefile string) (*server, error) {
+		return startServer(ctx, serverOptions{
+			binary: b.cfg.coredns, dir: b.dir, name: name, corefile: corefile,
+			kubeconfig: b.cp.Kubeconfig, cpus: cpus[0], readyTimeout: 2 * time.Minute,
+		})
+	}
+	status("starting coredns without and with multicluster")
+	without, err := start("without", corefileWithout)
+	if err != nil {
+		return err
+	}
+	defer without.stop()
+	with, err := start("with", corefileWith)
+	if err != nil {
+		return err
+	}
+	defer with.stop()
+
+	// Both servers must see every object and answer alike before anything
+	// is measured.
+	if err := b.checkAnswers(ctx, without, with, local, clusterset, fallback, shadow); err != nil {
+		return err
+	}
+
+	g := loadgen{cpus: cpus[1]}
+	comparisons := []*comparison{
+		{
+			title:  "Toll: cluster.local A of local Services",
+			a:      target{"without multicluster", without.addr, q("local")},
+			b:      target{"with multicluster", with.addr, q("local")},
+			target: 0.97,
+		},
+		{
+			title: "Toll: cluster.local A of local Services that also have an import",
+			a:     target{"without multicluster", without.addr, q("shadow")},
+			b:     target{"with multicluster", with.addr, q("shadow")},
+		},
+		{
+			title:  "clusterset.local A (multicluster) vs cluster.local A (kubernetes), same server",
+			a:      target{"cluster.local, kubernetes", with.addr, q("local")},
+			b:      target{"clusterset.local, multicluster", with.addr, q("clusterset")},
+			target: 1.0,
+		},
+		{
+			title: "cluster.local A of imports without a local Service (multicluster fallback) vs cluster.local A (kubernetes), same server",
+			a:     target{"cluster.local, kubernetes", with.addr, q("local")},
+			b:     target{"cluster.local fallback, multicluster", with.addr, q("fallback")},
+		},
+	}
+	for _, c := range comparisons {
+		b.phase(c.title)
+		status("%s: %d rounds of %s each side", c.title, b.cfg.rounds, b.cfg.round)
+		if err := c.run(ctx, g, b.cfg.rounds, b.cfg.round); err != nil {
+			return err
+		}
+		b.res.comparisons = append(b.res.comparisons, c)
+	}
+
+	if b.cfg.profile {
+		for _, p := range []struct {
+			title string
+			s     *server
+			file  string
+		}{
+			{"without multicluster, cluster.local A of local Services", without, "local"},
+			{"with multicluster, cluster.local A of local Services", with, "local"},
+			{"with multicluster, clusterset.local A", with, "clusterset"},
+		} {
+			b.phase("CPU profile " + p.title)
+			status("CPU profile, %s", p.title)
+			top, err := b.cpuProfile(ctx, g, p.s, q(p.file), p.title)
+			if err != nil {
+				return err
+			}
+			b.res.profiles = append(b.res.profiles, profileOut{title: p.title, top: top})
+		}
+	}
+
+	b.phase(fmt.Sprintf("propagation, %d writes", b.cfg.writes))
+	status("propagation: %d writes", b.cfg.writes)
+	b.res.propagation, err = measurePropagation(ctx, b.c, with, nsProp, b.cfg.writes)
+	if err != nil {
+		return err
+	}
+
+	if err := without.stop(); err != nil {
+		return err
+	}
+	if err := with.stop(); err != nil {
+		return err
+	}
+	b.phase("delete the throughput objects")
+	status("deleting the throughput objects")
+	return b.c.deleteAll(ctx, nsLocal, nsImports, nsShadow, nsProp)
+}
+
+// checkAnswers queries a sample of every query set: local names must get
+// the same single address from both servers, import names their import's
+// address from the server with multicluster.
+func (b *bench) checkAnswers(ctx context.Context, without, with *server, local, clusterset, fallback, shadow []string) error {
+	dw, err := newDNSClient(without.addr)
+	if err != nil {
+		return err
+	}
+	defer dw.close()
+	dm, err := newDNSClient(with.addr)
+	if err != nil {
+		return err
+	}
+	defer dm.close()
+	step := max(1, len(local)/50)
+	for i := 0; i < len(local); i += step {
+		for _, name := range []string{local[i], shadow[i]} {
+			if err := eventually(ctx, func() error {
+				_, a, err := dw.a(name)
+				if err != nil {
+					return err
+				}
+				_, m, err := dm.a(name)
+				if err != nil {
+					return err
+				}
+				if len(a) != 1 || strings.Join(a, ",") != strings.Join(m, ",") {
+					return fmt.Errorf("%s: %v without multicluster, %v with", name, a, m)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		for _, name := range []string{clusterset[i], fallback[i]} {
+			want := importIP(i)
+			if err := eventually(ctx, func() error {
+				_, m, err := dm.a(name)
+				if err != nil {
+					return err
+				}
+				if len(m) != 1 || m[0] != want {
+					return fmt.Errorf("%s: %v, want %s", name, m, want)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// eventually retries check for up to 30 seconds: the servers are ready once
+// their caches synced, but a just-created object may still be on its way.
+func eventually(ctx context.Context, check func() error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := check()
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// cpuProfile profiles s for ten seconds under dnsperf load and returns the
+// top of `go tool pprof -top`.
+func (b *bench) cpuProfile(ctx context.Context, g loadgen, s *server, queries, title string) (string, error) {
+	const d = 10 * time.Second
+	loadDone := make(chan error, 1)
+	go func() {
+		_, err := g.run(ctx, s.addr, queries, d+3*time.Second)
+		loadDone <- err
+	}()
+	path := filepath.Join(b.dir, fmt.Sprintf("cpu-%d.pprof", len(b.res.profiles)))
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Second):
+	}
+	perr := s.profile(ctx, d, path)
+	if err := <-loadDone; err != nil {
+		return "", fmt.Errorf("load for the profile of %s: %w", title, err)
+	}
+	if perr != nil {
+		return "", fmt.Errorf("profile of %s: %w", title, perr)
+	}
+	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=25", b.cfg.coredns, path).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go tool pprof: %v:\n%s", err, out)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// objects grows the big sets from `from` to `to` Services and imports.
+func (b *bench) objects(ctx context.Context, from, to int) error {
+	if to <= from {
+		return nil
+	}
+	b.phase(fmt.Sprintf("create Services and imports %d..%d", from, to))
+	for _, ns := range []string{nsBigSvc, nsBigImp} {
+		if err := b.c.namespace(ctx, ns); err != nil {
+			return err
+		}
+	}
+	began := time.Now()
+	status("creating Services %d..%d in %s", from, to, nsBigSvc)
+	if err := b.c.createServices(ctx, nsBigSvc, "svc", from, to); err != nil {
+		return err
+	}
+	status("creating imports %d..%d in %s", from, to, nsBigImp)
+	if err := b.c.createImports(ctx, nsBigImp, "imp", from, to); err != nil {
+		return err
+	}
+	d := time.Since(began)
+	status("created %d objects in %s (%.0f/s)", 2*(to-from), d.Round(time.Second), float64(2*(to-from))/d.Seconds())
+	b.res.creates = append(b.res.creates, createRate{objects: 2 * (to - from), took: d})
+	return nil
+}
+
+// memory starts each server runs times with size Services and imports
+// present (alternating, one at a time, not pinned) and records start-up
+// time and settled memory.
+func (b *bench) memory(ctx context.Context, size, runs int) error {
+	b.phase(fmt.Sprintf("memory and start-up, %d Services and imports", size))
+	for r := range runs {
+		for _, kind := range []struct {
+			name, corefile string
+			with           bool
+		}{{"without", corefileWithout, false}, {"with", corefileWith, true}} {
+			s, err := startServer(ctx, serverOptions{
+				binary: b.cfg.coredns, dir: b.dir, name: fmt.Sprintf("mem-%s-%d-%d", kind.name, size, r), corefile: kind.corefile,
+				kubeconfig: b.cp.Kubeconfig, readyTimeout: 5 * time.Minute,
+			})
+			if err != nil {
+				return err
+			}
+			rss, heap, err := s.settledMemory(ctx, 30*time.Second)
+			serr := s.stop()
+			if err != nil {
+				return err
+			}
+			if serr != nil {
+				return serr
+			}
+			b.res.memory = append(b.res.memory, memRow{with: kind.with, size: size, rss: rss, heap: heap, startup: s.readyAfter})
+			status("  %s multicluster, %d objects: ready after %s, VmRSS %.1f MiB, heap %.1f MiB",
+				kind.name, size, s.readyAfter.Round(time.Millisecond), mib(rss), mib(heap))
+		}
+	}
+	return nil
+}
+
+func status(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s mcsbench: %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }

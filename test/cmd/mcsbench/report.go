@@ -1,0 +1,325 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// results is everything a run measured.
+type results struct {
+	cfg               config
+	args              []string
+	extraFlags        []string
+	started, finished time.Time
+	failure           string
+	machine           machine
+	loads             []float64
+	phases            []phaseLoad
+	goBenches         []goBench
+	comparisons       []*comparison
+	profiles          []profileOut
+	propagation       []propagation
+	memory            []memRow
+	creates           []createRate
+}
+
+type phaseLoad struct {
+	name string
+	at   time.Time
+	load float64
+}
+
+type profileOut struct{ title, top string }
+
+type memRow struct {
+	with      bool
+	size      int // Services, and as many imports
+	rss, heap uint64
+	startup   time.Duration
+}
+
+type createRate struct {
+	objects int
+	took    time.Duration
+}
+
+// memFor returns the rows of one server kind and size.
+func (r *results) memFor(with bool, size int) []memRow {
+	var rows []memRow
+	for _, m := range r.memory {
+		if m.with == with && m.size == size {
+			rows = append(rows, m)
+		}
+	}
+	return rows
+}
+
+// medianMem is the median RSS, heap and start-up of rows.
+func medianMem(rows []memRow) (rss, heap float64, startup time.Duration, ok bool) {
+	if len(rows) == 0 {
+		return 0, 0, 0, false
+	}
+	var rs, hs, ss []float64
+	for _, m := range rows {
+		rs = append(rs, float64(m.rss))
+		hs = append(hs, float64(m.heap))
+		ss = append(ss, float64(m.startup))
+	}
+	return median(rs), median(hs), time.Duration(median(ss)), true
+}
+
+func verdict(got, target float64) string {
+	if got >= target {
+		return "met"
+	}
+	return "**missed**"
+}
+
+func (r *results) markdown() string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	c := r.cfg
+
+	p("# Benchmarks\n\n")
+	p("Written by `make bench` (`test/cmd/mcsbench`); do not edit by hand, run it again.\n\n")
+	if r.failure != "" {
+		p("**This run failed and is incomplete:** %s\n\n", r.failure)
+	}
+	p("Run on %s, from %s to %s UTC (%s).\n\n", r.started.UTC().Format("2006-01-02"), r.started.UTC().Format("15:04:05"),
+		r.finished.UTC().Format("15:04:05"), r.finished.Sub(r.started).Round(time.Second))
+
+	p("## Machine\n\n| | |\n|---|---|\n")
+	m := r.machine
+	p("| CPUs (`nproc`) | %d |\n| CPU model | %s |\n| memory | %s |\n| kernel | %s |\n| Go | %s |\n", m.nproc, m.model, m.memory, m.kernel, m.goVersion)
+	p("| coredns | %s |\n| kube-apiserver | %s |\n| etcd | %s |\n| dnsperf | %s |\n", m.coredns, m.apiserver, m.etcd, m.dnsperf)
+	if len(r.loads) > 0 {
+		p("| 1-minute load average | %.2f at the start; during the run min %.2f, median %.2f, max %.2f (sampled every 5 s) |\n",
+			r.loads[0], slices.Min(r.loads), median(r.loads), slices.Max(r.loads))
+	}
+	p("\n")
+
+	p("## Reproduce\n\n```sh\n")
+	p("make bench N=%d BENCH_BIG=%d BENCH_MID=%d", c.n, c.big, c.mid)
+	if len(r.extraFlags) > 0 {
+		p(" BENCH_FLAGS='%s'", strings.Join(r.extraFlags, " "))
+	}
+	p("\n")
+	p("# which runs\n%s\n", strings.Join(quoteArgs(r.args), " "))
+	p("```\n\n")
+	p("`make bench` builds `build/coredns` and `build/mcsbench`, and uses the kube-apiserver and etcd of `test/testbin/build.sh`. ")
+	p("It needs `dnsperf` (`apt-get install -y dnsperf`) and `taskset`. Further flags go in `BENCH_FLAGS` (`build/mcsbench -h` lists them); ")
+	p("`make bench N=100 BENCH_BIG=2000 BENCH_FLAGS='-rounds 2 -writes 30 -gobench=false'` is a quick check of the harness.\n\n")
+
+	p("## Summary\n\n| measurement | result | target |\n|---|---|---|\n")
+	for _, cmp := range r.comparisons {
+		t := "(for information)"
+		if cmp.target > 0 {
+			t = fmt.Sprintf(">= %.2f: %s", cmp.target, verdict(min(cmp.sumRatio(), cmp.medianRatio()), cmp.target))
+		}
+		p("| %s: QPS %s / %s | %.3f (ratio of sums), %.3f (median of round ratios) | %s |\n",
+			cmp.title, cmp.b.label, cmp.a.label, cmp.sumRatio(), cmp.medianRatio(), t)
+	}
+	if len(r.propagation) > 0 {
+		var all []time.Duration
+		for _, x := range r.propagation {
+			all = append(all, x.delay)
+		}
+		p("| propagation, API write to changed answer, %d writes | p50 %s, p99 %s | |\n", len(all), ms(percentile(all, 50)), ms(percentile(all, 99)))
+	}
+	if _, _, su, ok := medianMem(r.memFor(true, c.big)); ok {
+		p("| start-up to /ready with %d Services and %d ServiceImports | %s (median of %d) | |\n", c.big, c.big, ms(su), len(r.memFor(true, c.big)))
+	}
+	for _, size := range []int{c.mid, c.big} {
+		k0, _, _, ok0 := medianMem(r.memFor(false, 0))
+		m0, _, _, ok1 := medianMem(r.memFor(true, 0))
+		k, _, _, ok2 := medianMem(r.memFor(false, size))
+		mm, _, _, ok3 := medianMem(r.memFor(true, size))
+		if ok0 && ok1 && ok2 && ok3 {
+			per := float64(size) / 1000
+			p("| VmRSS per 1000 objects, from 0 to %d: kubernetes per 1000 Services / multicluster extra per 1000 ServiceImports | %.0f KiB / %.0f KiB | |\n",
+				size, (k-k0)/per/1024, ((mm-k)-(m0-k0))/per/1024)
+		}
+	}
+	p("\n")
+
+	r.writeThroughput(p)
+	r.writeMemory(p)
+	r.writePropagation(p)
+	r.writeGoBench(p)
+	r.writeProfiles(p)
+
+	p("## Load average by phase\n\n| phase | started (UTC) | 1-minute load |\n|---|---|---|\n")
+	for _, ph := range r.phases {
+		p("| %s | %s | %.2f |\n", ph.name, ph.at.UTC().Format("15:04:05"), ph.load)
+	}
+	p("\n")
+	return b.String()
+}
+
+func (r *results) writeThroughput(p func(string, ...any)) {
+	c := r.cfg
+	p("## Throughput\n\n")
+	p("%d Services in `%s` (no imports), %d ClusterSetIP ServiceImports in `%s` (no Services), and %d Services with an import of the same name each in `%s`. ",
+		c.n, nsLocal, c.n, nsImports, c.n, nsShadow)
+	p("Two servers of the same `build/coredns` run side by side, one with each Corefile below")
+	if c.pin {
+		p(", both pinned to CPU 0 with `taskset -c 0` (so GOMAXPROCS is 1); dnsperf runs on CPU 1 (`taskset -c 1`)")
+	}
+	p(". Each query file holds an A query for every name of a set, in a fixed shuffled order; dnsperf goes round it ")
+	p("(`dnsperf -s 127.0.0.1 -p PORT -d FILE -l %d -t 2`, 1 client, up to 100 queries outstanding), and every answer must be NOERROR. ", int(c.round.Seconds()))
+	p("Each comparison runs one unmeasured 2 s warm-up per side, then %d measured rounds of %s per side in the order A B, B A, A B, ..., ", c.rounds, c.round)
+	p("so that drift of the shared machine weighs on both sides alike. Ratios are B/A.\n\n")
+	p("Without multicluster:\n\n```\n%s```\n\nWith multicluster:\n\n```\n%s```\n\n", corefileWithout, corefileWith)
+	for _, cmp := range r.comparisons {
+		p("### %s\n\n", cmp.title)
+		p("| round | A: %s (QPS) | B: %s (QPS) | B/A |\n|---|---|---|---|\n", cmp.a.label, cmp.b.label)
+		for i := range min(len(cmp.qa), len(cmp.qb)) {
+			p("| %d | %.0f | %.0f | %.3f |\n", i+1, cmp.qa[i], cmp.qb[i], cmp.qb[i]/cmp.qa[i])
+		}
+		p("| sum / median | %.0f / %.0f | %.0f / %.0f | **%.3f** (sums) / **%.3f** (median ratio) |\n\n",
+			sum(cmp.qa), median(cmp.qa), sum(cmp.qb), median(cmp.qb), cmp.sumRatio(), cmp.medianRatio())
+	}
+}
+
+func (r *results) writeMemory(p func(string, ...any)) {
+	c := r.cfg
+	p("## Memory and start-up\n\n")
+	p("Services in `%s` (ClusterIP, addresses allocated by the API server) and as many ClusterSetIP ServiceImports in `%s`. ", nsBigSvc, nsBigImp)
+	p("Each server starts alone, not pinned, with the Corefile of the throughput section (\"without\" has only *kubernetes*, \"with\" adds *multicluster*). ")
+	p("Start-up is the time from the fork to the first 200 of `/ready` (polled every 5 ms). ")
+	p("Then a GC is forced (`/debug/pprof/heap?gc=1`), VmRSS (`/proc/PID/status`) is polled every 500 ms until it stays within 1%% for 3 s (at most 30 s), ")
+	p("and \"live heap\" is `HeapAlloc` right after a second forced GC. ")
+	p("With %d objects each server starts %d times, alternating; the summary uses medians.\n\n", c.big, c.startupRuns)
+	p("| Services + imports | server | start-up | VmRSS (MiB) | live heap (MiB) |\n|---|---|---|---|---|\n")
+	for _, m := range r.memory {
+		name := "kubernetes only"
+		if m.with {
+			name = "multicluster + kubernetes"
+		}
+		p("| %d + %d | %s | %s | %.1f | %.1f |\n", m.size, m.size, name, ms(m.startup), mib(m.rss), mib(m.heap))
+	}
+	p("\n")
+	k0, kh0, _, ok0 := medianMem(r.memFor(false, 0))
+	m0, mh0, _, ok1 := medianMem(r.memFor(true, 0))
+	if ok0 && ok1 {
+		p("Cost per 1000 objects, from the medians, against the same server kind with 0 objects (RSS / live heap):\n\n")
+		p("| size | kubernetes only: per 1000 Services | with multicluster: per 1000 Services + 1000 imports | multicluster's extra per 1000 imports |\n|---|---|---|---|\n")
+		for _, size := range []int{c.mid, c.big} {
+			k, kh, _, ok2 := medianMem(r.memFor(false, size))
+			mm, mh, _, ok3 := medianMem(r.memFor(true, size))
+			if !ok2 || !ok3 || size == 0 {
+				continue
+			}
+			per := float64(size) / 1000 * 1024
+			p("| %d | %.0f KiB / %.0f KiB | %.0f KiB / %.0f KiB | %.0f KiB / %.0f KiB |\n", size,
+				(k-k0)/per, (kh-kh0)/per, (mm-m0)/per, (mh-mh0)/per, ((mm-k)-(m0-k0))/per, ((mh-kh)-(mh0-kh0))/per)
+		}
+		p("\n")
+	}
+	if len(r.creates) > 0 {
+		p("Creating the objects (%d concurrent writers):", c.workers)
+		for _, cr := range r.creates {
+			p(" %d objects in %s (%.0f/s);", cr.objects, cr.took.Round(time.Second), float64(cr.objects)/cr.took.Seconds())
+		}
+		p(" not part of any figure above.\n\n")
+	}
+}
+
+func (r *results) writePropagation(p func(string, ...any)) {
+	if len(r.propagation) == 0 {
+		return
+	}
+	p("## Propagation\n\n")
+	p("ServiceImports in `%s` are created, given a new address, and deleted, in turn, %d writes in all, on the \"with\" server of the throughput section ", nsProp, len(r.propagation))
+	p("(with its %d Services and %d imports of each set present). A goroutine queries the clusterset.local A record over UDP every %s from just before the write request is sent; ", r.cfg.n, r.cfg.n, pollEvery)
+	p("the delay ends at the first answer that shows the change (the new address, or NXDOMAIN). It includes the write request itself, whose own duration is in the last column.\n\n")
+	p("| write | count | p50 | p99 | max | write request p50 |\n|---|---|---|---|---|---|\n")
+	for _, kind := range []string{"create", "update", "delete", ""} {
+		var d, api []time.Duration
+		for _, x := range r.propagation {
+			if kind == "" || x.kind == kind {
+				d = append(d, x.delay)
+				api = append(api, x.api)
+			}
+		}
+		if len(d) == 0 {
+			continue
+		}
+		label := kind
+		if kind == "" {
+			label = "**all**"
+		} else if kind == "update" {
+			label = "update (address change)"
+		}
+		p("| %s | %d | %s | %s | %s | %s |\n", label, len(d), ms(percentile(d, 50)), ms(percentile(d, 99)), ms(slices.Max(d)), ms(percentile(api, 50)))
+	}
+	p("\n")
+}
+
+func (r *results) writeGoBench(p func(string, ...any)) {
+	if len(r.goBenches) == 0 {
+		return
+	}
+	p("## Go benchmarks\n\n")
+	p("Run first, before the API server starts. The kubernetes plugin's are CoreDNS v1.15.0's own, from the module cache.\n\n")
+	var kube, ours *goBench
+	for i := range r.goBenches {
+		g := &r.goBenches[i]
+		if strings.Contains(g.pkg, "coredns/plugin/kubernetes") {
+			kube = g
+		} else {
+			ours = g
+		}
+		p("`%s`", g.cmd)
+		if g.err != nil {
+			p(" **failed: %v**", g.err)
+		}
+		p("\n\n```\n%s\n```\n\n", strings.Join(g.lines, "\n"))
+	}
+	if kube == nil || ours == nil {
+		return
+	}
+	p("Comparable pairs (median ns/op over the counts):\n\n| multicluster | ns/op | kubernetes | ns/op | what is compared |\n|---|---|---|---|---|\n")
+	pair := func(a, b, what string) {
+		x, ok1 := ours.nsPerOp(a)
+		y, ok2 := kube.nsPerOp(b)
+		if ok1 && ok2 {
+			p("| %s | %.1f | %s | %.1f | %s |\n", a, x, b, y, what)
+		}
+	}
+	pair("BenchmarkClustersetA", "BenchmarkServices",
+		"an A query for a Service with one virtual IP: ours is a whole ServeDNS of a ClusterSetIP import (lookup, message built and written); "+
+			"BenchmarkServices is the kubernetes plugin's ClusterIP A lookup (`svc1.testns`, ClusterIP 10.0.0.1) through `Services()` only, without building or writing the reply. "+
+			"This is the pair asked for: their only ClusterIP A lookup benchmark")
+	pair("BenchmarkClustersetA", "BenchmarkController",
+		"a whole ServeDNS on both sides; theirs runs through real informers over a fake clientset, but its `svc1` is a headless Service with one endpoint (fixture \"all\"), so it is not a ClusterIP lookup")
+	pair("BenchmarkPassThroughLocalService", "BenchmarkController",
+		"ours is the toll alone: multicluster passing a local Service's query to a next plugin that does nothing (BenchmarkHandOff is the floor of any plugin that passes on)")
+	p("\n")
+}
+
+func (r *results) writeProfiles(p func(string, ...any)) {
+	if len(r.profiles) == 0 {
+		return
+	}
+	p("## CPU profiles under load\n\n")
+	p("10 s CPU profiles (`/debug/pprof/profile?seconds=10` of the *pprof* plugin) of the throughput servers while dnsperf loads them, `go tool pprof -top -nodecount=25`.\n\n")
+	for _, pr := range r.profiles {
+		p("### %s\n\n```\n%s\n```\n\n", pr.title, pr.top)
+	}
+}
+
+// ms formats a duration in milliseconds with sensible precision.
+func ms(d time.Duration) string {
+	v := float64(d) / float64(time.Millisecond)
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f ms", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f ms", v)
+	default:
+		return fmt.Sprintf("%.2f ms", v)
+	}
+}

@@ -1,0 +1,336 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// The two Corefiles differ only in the multicluster block, so that any
+// difference in throughput is the plugin's. pprof is in both: it is not in
+// the query path, and it lets the benchmark force a GC before reading memory
+// and take CPU profiles.
+const (
+	corefileWithout = `.:{{.Port}} {
+    ready 127.0.0.1:{{.ReadyPort}}
+    pprof 127.0.0.1:{{.PprofPort}}
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig {{.Kubeconfig}}
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+}
+`
+	corefileWith = `.:{{.Port}} {
+    ready 127.0.0.1:{{.ReadyPort}}
+    pprof 127.0.0.1:{{.PprofPort}}
+    multicluster clusterset.local {
+        kubeconfig {{.Kubeconfig}}
+        fallback cluster.local
+    }
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig {{.Kubeconfig}}
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+}
+`
+)
+
+// server is one running coredns.
+type server struct {
+	name     string
+	proc     *child
+	addr     string // DNS, UDP and TCP
+	readyURL string
+	pprofURL string
+	logPath  string
+	// readyAfter is the time from the fork to the first /ready 200.
+	readyAfter time.Duration
+}
+
+type serverOptions struct {
+	binary     string
+	dir        string // for the Corefile and the log
+	name       string
+	corefile   string // one of the templates above
+	kubeconfig string
+	// cpus, when set, pins the server with taskset (e.g. "0").
+	cpus string
+	// readyTimeout bounds the wait for /ready.
+	readyTimeout time.Duration
+}
+
+// startServer starts coredns and waits until /ready answers 200.
+func startServer(ctx context.Context, o serverOptions) (*server, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	var corefile bytes.Buffer
+	err = template.Must(template.New("corefile").Parse(o.corefile)).Execute(&corefile, map[string]any{
+		"Port": ports[0], "ReadyPort": ports[1], "PprofPort": ports[2], "Kubeconfig": o.kubeconfig,
+	})
+	if err != nil {
+		return nil, err
+	}
+	confPath := filepath.Join(o.dir, o.name+".Corefile")
+	if err := os.WriteFile(confPath, corefile.Bytes(), 0o600); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(o.dir, o.name+".log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close() // the child holds its own descriptor
+
+	argv := []string{o.binary, "-conf", confPath}
+	if o.cpus != "" {
+		// taskset execs coredns in place, so the pid stays coredns's and
+		// /proc/PID/status is the server's own.
+		argv = append([]string{"taskset", "-c", o.cpus}, argv...)
+	}
+	p, err := startChild("coredns "+o.name, argv, logFile, logFile)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{
+		name:     o.name,
+		proc:     p,
+		addr:     "127.0.0.1:" + strconv.Itoa(ports[0]),
+		readyURL: "http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/ready",
+		pprofURL: "http://127.0.0.1:" + strconv.Itoa(ports[2]) + "/debug/pprof",
+		logPath:  logPath,
+	}
+	if err := s.waitReady(ctx, o.readyTimeout); err != nil {
+		_ = s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+// waitReady polls /ready every few milliseconds, so that the start-up time
+// is measured to within that.
+func (s *server) waitReady(ctx context.Context, timeout time.Duration) error {
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(timeout)
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.readyURL, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				s.readyAfter = time.Since(s.proc.started)
+				return nil
+			}
+		}
+		if s.proc.exited() {
+			return fmt.Errorf("%s exited before it was ready (%v):\n%s", s.proc.name, s.proc.err, tail(s.logPath, 20))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %s:\n%s", s.proc.name, timeout, tail(s.logPath, 20))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+func (s *server) stop() error { return s.proc.stop(10 * time.Second) }
+
+// rss reads VmRSS from /proc/PID/status, in bytes.
+func (s *server) rss() (uint64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.proc.pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc status")
+}
+
+var heapAllocLine = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
+
+// gcHeap runs a garbage collection in the server (the heap profile handler
+// does that with gc=1) and returns the live heap right after it.
+func (s *server) gcHeap(ctx context.Context) (uint64, error) {
+	body, err := httpGet(ctx, s.pprofURL+"/heap?gc=1&debug=1", 30*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	m := heapAllocLine.FindSubmatch(body)
+	if m == nil {
+		return 0, errors.New("no HeapAlloc in the heap profile")
+	}
+	return strconv.ParseUint(string(m[1]), 10, 64)
+}
+
+// settledMemory forces a GC, waits until VmRSS has stayed within 1% for
+// three seconds (at most maxWait), and returns that RSS and the live heap
+// after a last GC.
+func (s *server) settledMemory(ctx context.Context, maxWait time.Duration) (rss, heap uint64, err error) {
+	if _, err := s.gcHeap(ctx); err != nil {
+		return 0, 0, err
+	}
+	const window = 6 // samples, 500 ms apart
+	var samples []uint64
+	deadline := time.Now().Add(maxWait)
+	for {
+		v, err := s.rss()
+		if err != nil {
+			return 0, 0, err
+		}
+		samples = append(samples, v)
+		if len(samples) >= window {
+			last := samples[len(samples)-window:]
+			lo, hi := last[0], last[0]
+			for _, x := range last {
+				lo, hi = min(lo, x), max(hi, x)
+			}
+			if float64(hi-lo) <= 0.01*float64(hi) || time.Now().After(deadline) {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	if heap, err = s.gcHeap(ctx); err != nil {
+		return 0, 0, err
+	}
+	rss, err = s.rss()
+	return rss, heap, err
+}
+
+// profile takes a CPU profile of the server for d and saves it to path.
+func (s *server) profile(ctx context.Context, d time.Duration, path string) error {
+	body, err := httpGet(ctx, fmt.Sprintf("%s/profile?seconds=%d", s.pprofURL, int(d.Seconds())), d+30*time.Second)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, body, 0o600)
+}
+
+func httpGet(ctx context.Context, url string, timeout time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return body, nil
+}
+
+// dnsClient queries one server over a single UDP socket.
+type dnsClient struct {
+	client *dns.Client
+	conn   *dns.Conn
+}
+
+func newDNSClient(addr string) (*dnsClient, error) {
+	c := &dns.Client{Net: "udp", Timeout: 500 * time.Millisecond}
+	conn, err := c.Dial(addr)
+	if err != nil {
+		return nil, err
+	}
+	return &dnsClient{client: c, conn: conn}, nil
+}
+
+func (c *dnsClient) close() { c.conn.Close() }
+
+// a returns the rcode and the A records of name.
+func (c *dnsClient) a(name string) (int, []string, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), dns.TypeA)
+	r, _, err := c.client.ExchangeWithConn(m, c.conn)
+	if err != nil {
+		return 0, nil, err
+	}
+	var ips []string
+	for _, rr := range r.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			ips = append(ips, a.A.String())
+		}
+	}
+	return r.Rcode, ips, nil
+}
+
+// freePorts returns n distinct ports on 127.0.0.1 that were free, for both
+// TCP and UDP, a moment ago.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var held []io.Closer
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for len(ports) < n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		held = append(held, l)
+		port := l.Addr().(*net.TCPAddr).Port
+		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue // taken for UDP; the TCP listener stays held, so a new port comes next
+		}
+		held = append(held, u)
+		ports = append(ports, port)
+	}
+	return ports, nil
+}
+
+// tail returns the last n lines of a file, for error messages.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
