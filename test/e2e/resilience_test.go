@@ -451,3 +451,64 @@ func TestAPIServerOutage(t *testing.T) {
 	t.Logf("after the restart, the new and the changed import answered %s after the change (%s after the API server was ready)",
 		time.Since(changed).Round(time.Millisecond), time.Since(restarted).Round(time.Millisecond))
 }
+
+// TestMalformedImport creates, through the real API server, imports whose
+// fields pass the CRD schema but are wrong for DNS: a string that is no IP
+// address, two IPv4 addresses, ports out of range, an unknown protocol. The
+// good parts are served, the bad ones logged once per object version. What
+// the schema refuses (more than two IPs, no type, no name) cannot reach the
+// plugin from a real API server; the unit tests feed those through fakes.
+func TestMalformedImport(t *testing.T) {
+	ns := namespace(t, "malformed")
+	ctx := context.Background()
+	imports := mcs.MulticlusterV1beta1().ServiceImports(ns)
+
+	refused := map[string]*mcsv1beta1.ServiceImport{
+		"three IPs": newImport(ns, "three", "10.42.11.7", "10.42.11.8", "10.42.11.9"),
+		"no type":   newImport(ns, "notype", "10.42.11.7"),
+		"no name":   newImport(ns, "", "10.42.11.7"),
+	}
+	refused["no type"].Spec.Type = ""
+	for what, si := range refused {
+		if _, err := imports.Create(ctx, si, meta.CreateOptions{}); err == nil {
+			t.Errorf("the API server accepted an import with %s", what)
+		}
+	}
+
+	s := startServer(t, corefileWith, true)
+	odd := newImport(ns, "odd", "not-an-ip", "10.42.11.1")
+	odd.Spec.Ports = append(odd.Spec.Ports,
+		mcsv1beta1.ServicePort{Name: "big", Protocol: corev1.ProtocolTCP, Port: 70000},
+		mcsv1beta1.ServicePort{Name: "zero", Protocol: corev1.ProtocolTCP, Port: 0},
+		mcsv1beta1.ServicePort{Name: "icmp", Protocol: "ICMP", Port: 7})
+	odd = createImport(t, odd)
+	createImport(t, newImport(ns, "twofour", "10.42.11.2", "10.42.11.3"))
+
+	name := "odd." + ns + ".svc.clusterset.local."
+	expectAddresses(t, s, name, dns.TypeA, propagation, "10.42.11.1")
+	expectAddresses(t, s, "twofour."+ns+".svc.clusterset.local.", dns.TypeA, propagation, "10.42.11.2")
+	for _, proto := range []string{"udp", "tcp"} {
+		r := s.query(t, proto, name, dns.TypeSRV)
+		if len(r.Answer) != 1 || r.Answer[0].(*dns.SRV).Port != 80 {
+			t.Errorf("SRV over %s: %v, want port 80 only", proto, r.Answer)
+		}
+	}
+	first := fmt.Sprintf("ServiceImport %s/odd (resourceVersion %s)", ns, odd.ResourceVersion)
+	expectLoggedOnce(t, s, first)
+	for _, part := range []string{`"not-an-ip" is not an IP address`, `port "big": number 70000 out of range`, `port "zero": number 0 out of range`,
+		`unknown protocol "ICMP"`, "more than one IPv4 address; 10.42.11.3 skipped"} {
+		if !strings.Contains(s.log.String(), part) {
+			t.Errorf("the log does not say %q:\n%s", part, s.log.String())
+		}
+	}
+
+	// A new version with another bad address: logged once more.
+	odd.Spec.IPs = []string{"10.42.11.4", "still-not-an-ip"}
+	odd, err := imports.Update(ctx, odd, meta.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectAddresses(t, s, name, dns.TypeA, propagation, "10.42.11.4")
+	expectLoggedOnce(t, s, fmt.Sprintf("ServiceImport %s/odd (resourceVersion %s)", ns, odd.ResourceVersion))
+	expectLoggedOnce(t, s, first)
+}
