@@ -70,6 +70,13 @@ func medianMem(rows []memRow) (rss, heap float64, startup time.Duration, ok bool
 	return median(rs), median(hs), time.Duration(median(ss)), true
 }
 
+func serverName(with bool) string {
+	if with {
+		return "multicluster + kubernetes"
+	}
+	return "kubernetes only"
+}
+
 func verdict(got, target float64) string {
 	if got >= target {
 		return "met"
@@ -131,15 +138,26 @@ func (r *results) markdown() string {
 	if _, _, su, ok := medianMem(r.memFor(true, c.big)); ok {
 		p("| start-up to /ready with %d Services and %d ServiceImports | %s (median of %d) | |\n", c.big, c.big, ms(su), len(r.memFor(true, c.big)))
 	}
+	for _, with := range []bool{false, true} {
+		var parts []string
+		for _, size := range []int{0, c.mid, c.big} {
+			if rss, heap, _, ok := medianMem(r.memFor(with, size)); ok {
+				parts = append(parts, fmt.Sprintf("%d: %.1f MiB (live heap %.1f MiB)", size, mib(uint64(rss)), mib(uint64(heap))))
+			}
+		}
+		if len(parts) > 0 {
+			p("| VmRSS after a GC, %s, by number of Services + ServiceImports | %s | |\n", serverName(with), strings.Join(parts, "; "))
+		}
+	}
 	for _, size := range []int{c.mid, c.big} {
-		k0, _, _, ok0 := medianMem(r.memFor(false, 0))
-		m0, _, _, ok1 := medianMem(r.memFor(true, 0))
-		k, _, _, ok2 := medianMem(r.memFor(false, size))
-		mm, _, _, ok3 := medianMem(r.memFor(true, size))
-		if ok0 && ok1 && ok2 && ok3 {
-			per := float64(size) / 1000
-			p("| VmRSS per 1000 objects, from 0 to %d: kubernetes per 1000 Services / multicluster extra per 1000 ServiceImports | %.0f KiB / %.0f KiB | |\n",
-				size, (k-k0)/per/1024, ((mm-k)-(m0-k0))/per/1024)
+		k0, kh0, _, ok0 := medianMem(r.memFor(false, 0))
+		m0, mh0, _, ok1 := medianMem(r.memFor(true, 0))
+		k, kh, _, ok2 := medianMem(r.memFor(false, size))
+		mm, mh, _, ok3 := medianMem(r.memFor(true, size))
+		if ok0 && ok1 && ok2 && ok3 && size > 0 {
+			per := float64(size) / 1000 * 1024
+			p("| cost per 1000 objects, 0 to %d: kubernetes plugin per 1000 Services; multicluster's extra per 1000 ServiceImports (VmRSS / live heap) | %.0f KiB / %.0f KiB; %.0f KiB / %.0f KiB | |\n",
+				size, (k-k0)/per, (kh-kh0)/per, ((mm-k)-(m0-k0))/per, ((mh-kh)-(mh0-kh0))/per)
 		}
 	}
 	p("\n")
@@ -171,7 +189,8 @@ func (r *results) writeThroughput(p func(string, ...any)) {
 	p("(`dnsperf -s 127.0.0.1 -p PORT -d FILE -l %d -t 2`, 1 client, up to 100 queries outstanding), and every answer must be NOERROR. ", int(c.round.Seconds()))
 	p("Each comparison runs one unmeasured 2 s warm-up per side, then %d measured rounds of %s per side in the order A B, B A, A B, ..., ", c.rounds, c.round)
 	p("so that drift of the shared machine weighs on both sides alike. Ratios are B/A.\n\n")
-	p("Without multicluster:\n\n```\n%s```\n\nWith multicluster:\n\n```\n%s```\n\n", corefileWithout, corefileWith)
+	p("The Corefiles (`{{.Port}}`, `{{.ReadyPort}}` and `{{.PprofPort}}` are free loopback ports picked at run time, `{{.Kubeconfig}}` the control plane's admin kubeconfig; ")
+	p("*pprof* is not in the query path and serves the forced GCs and CPU profiles below). Without multicluster:\n\n```\n%s```\n\nWith multicluster:\n\n```\n%s```\n\n", corefileWithout, corefileWith)
 	for _, cmp := range r.comparisons {
 		p("### %s\n\n", cmp.title)
 		p("| round | A: %s (QPS) | B: %s (QPS) | B/A |\n|---|---|---|---|\n", cmp.a.label, cmp.b.label)
@@ -194,11 +213,7 @@ func (r *results) writeMemory(p func(string, ...any)) {
 	p("With %d objects each server starts %d times, alternating; the summary uses medians.\n\n", c.big, c.startupRuns)
 	p("| Services + imports | server | start-up | VmRSS (MiB) | live heap (MiB) |\n|---|---|---|---|---|\n")
 	for _, m := range r.memory {
-		name := "kubernetes only"
-		if m.with {
-			name = "multicluster + kubernetes"
-		}
-		p("| %d + %d | %s | %s | %.1f | %.1f |\n", m.size, m.size, name, ms(m.startup), mib(m.rss), mib(m.heap))
+		p("| %d + %d | %s | %s | %.1f | %.1f |\n", m.size, m.size, serverName(m.with), ms(m.startup), mib(m.rss), mib(m.heap))
 	}
 	p("\n")
 	k0, kh0, _, ok0 := medianMem(r.memFor(false, 0))
@@ -296,7 +311,7 @@ func (r *results) writeGoBench(p func(string, ...any)) {
 	pair("BenchmarkClustersetA", "BenchmarkController",
 		"a whole ServeDNS on both sides; theirs runs through real informers over a fake clientset, but its `svc1` is a headless Service with one endpoint (fixture \"all\"), so it is not a ClusterIP lookup")
 	pair("BenchmarkPassThroughLocalService", "BenchmarkController",
-		"ours is the toll alone: multicluster passing a local Service's query to a next plugin that does nothing (BenchmarkHandOff is the floor of any plugin that passes on)")
+		"the toll against the work it sits in front of: ours is multicluster alone passing a local Service's query on (to a next plugin that does nothing; BenchmarkHandOff is the floor of any plugin that passes a query on), theirs a whole kubernetes ServeDNS")
 	p("\n")
 }
 
