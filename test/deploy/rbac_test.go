@@ -367,28 +367,46 @@ func testShippedCorefileAndRBAC(t *testing.T, cp *controlplane.ControlPlane, str
 	}
 	clusterset := "web." + ns + ".svc.clusterset.local."
 
-	// expectDegraded checks a server that lacks a permission of the
+	// expectDegraded checks a server that lacks verb on a resource of the
 	// multicluster role: it logs why and says so in the metric, answers
 	// SERVFAIL in the clusterset zone, and is ready nonetheless.
-	expectDegraded := func(t *testing.T, s *server, reason string) {
+	expectDegraded := func(t *testing.T, s *server, verb, resource, reason string) {
 		t.Helper()
-		s.waitFor(t, 15*time.Second, `the "Degraded" log line`, func() bool {
-			return strings.Contains(s.log.String(), "Degraded, clusterset zones answer SERVFAIL")
+		s.waitFor(t, 15*time.Second, `the "Degraded" log line naming `+verb+" "+resource, func() bool {
+			for _, line := range strings.Split(s.log.String(), "\n") {
+				if strings.Contains(line, "Degraded, clusterset zones answer SERVFAIL") && strings.Contains(line, "cannot "+verb+` resource "`+resource+`"`) {
+					return true
+				}
+			}
+			return false
 		})
 		s.waitFor(t, 10*time.Second, "coredns_multicluster_degraded 1 for "+reason, func() bool {
 			return s.metric(`coredns_multicluster_degraded{reason="`+reason+`"}`) == "1"
 		})
-		// Poll for a while, not once: a degraded state that clears between
-		// retries would let some queries through.
-		for range 10 {
-			r, err := s.query(clusterset, dns.TypeA)
-			if err != nil {
-				t.Fatal(err)
+		if verb == "watch" {
+			// Without watch, every retry of the informer lists successfully,
+			// which clears the degraded state, before the watch fails and
+			// sets it again (the log alternates Degraded and Recovered). A
+			// query in between is answered from the fresh list, and the
+			// cache keeps that answer for its TTL; so here SERVFAIL is
+			// required while degraded, not on every query.
+			s.waitFor(t, 15*time.Second, clusterset+" SERVFAIL", func() bool {
+				r, err := s.query(clusterset, dns.TypeA)
+				return err == nil && r.Rcode == dns.RcodeServerFailure
+			})
+		} else {
+			// Poll for a while, not once: a degraded state that cleared
+			// between retries would let queries through.
+			for range 10 {
+				r, err := s.query(clusterset, dns.TypeA)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r.Rcode != dns.RcodeServerFailure {
+					t.Fatalf("%s: rcode %s, want SERVFAIL while degraded:\n%s", clusterset, dns.RcodeToString[r.Rcode], r)
+				}
+				time.Sleep(100 * time.Millisecond)
 			}
-			if r.Rcode != dns.RcodeServerFailure {
-				t.Fatalf("%s: rcode %s, want SERVFAIL while degraded:\n%s", clusterset, dns.RcodeToString[r.Rcode], r)
-			}
-			time.Sleep(100 * time.Millisecond)
 		}
 		if code, body := s.get("/ready"); code != http.StatusOK {
 			t.Errorf("/ready = %d %s while degraded, want 200: a degraded plugin must not take cluster DNS down", code, body)
@@ -475,7 +493,7 @@ func testShippedCorefileAndRBAC(t *testing.T, cp *controlplane.ControlPlane, str
 			}
 			return
 		}
-		expectDegraded(t, s, g.reason)
+		expectDegraded(t, s, g.verb, g.resource, g.reason)
 	}
 
 	// The Corefile as deployed, with the kubernetes plugin, which reads
