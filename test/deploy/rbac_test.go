@@ -297,9 +297,9 @@ func waitAllowed(ctx context.Context, t *testing.T, kube kubernetes.Interface, g
 // It does so against two API servers. client-go informers first ask for a
 // streaming list (a watch with initial events, the WatchList feature, on by
 // default in the API server under test) and fall back to list and watch
-// where the server does not offer it, as older ones do not. With streaming lists the list
-// verb goes unused, so there the test shows the plugin still serves without
-// it; without them, as on older clusters, list is needed too.
+// where the server does not offer it, as older ones do not. With streaming
+// lists the list verb goes unused, so there the test shows the plugin still
+// serves without it; without them, list is needed too.
 func TestShippedCorefileAndRBAC(t *testing.T) {
 	for _, mode := range []struct {
 		name      string
