@@ -30,6 +30,7 @@ func (c *cluster) parallel(ctx context.Context, from, to int, fn func(context.Co
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	next := int64(from)
+	var finished int64
 	var (
 		wg       sync.WaitGroup
 		once     sync.Once
@@ -45,6 +46,10 @@ func (c *cluster) parallel(ctx context.Context, from, to int, fn func(context.Co
 				if err := retry(ctx, func() error { return fn(ctx, i) }); err != nil {
 					once.Do(func() { firstErr = err; cancel() })
 					return
+				}
+				// Large sets take minutes; show that they progress.
+				if n := atomic.AddInt64(&finished, 1); n%10000 == 0 {
+					status("  %d of %d done", n, to-from)
 				}
 			}
 		})
