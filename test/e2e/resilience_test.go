@@ -274,6 +274,7 @@ func TestDegradedWithoutRBAC(t *testing.T) {
 	c.createImport(t, newImport(ns, "db", "10.42.8.1"))
 	c.createImport(t, newImport(ns, "web", "10.42.8.2"))
 
+	started := time.Now()
 	with := startWith(t, kubeconfig)
 	without := startWithout(t, kubeconfig)
 
@@ -290,9 +291,12 @@ func TestDegradedWithoutRBAC(t *testing.T) {
 	with.expectDegraded(t, "rbac_serviceimports", 1)
 	expectLoggedOnce(t, with.server, "not allowed to list and watch serviceimports: grant the ClusterRole in manifests/rbac")
 
+	// Stay refused for 30 s on purpose: by then client-go's own backoff
+	// would wait 13 to 50 s before the next attempt; the plugin's, 5 s.
+	time.Sleep(time.Until(started.Add(30 * time.Second)))
 	granted := time.Now()
 	c.grant(t, "coredns-mcs", user, rbacv1.PolicyRule{APIGroups: []string{mcsv1beta1.GroupName}, Resources: []string{"serviceimports"}, Verbs: []string{"list", "watch"}})
-	expectAddresses(t, with.server, clusterset, dns.TypeA, 40*time.Second, "10.42.8.1")
+	expectAddresses(t, with.server, clusterset, dns.TypeA, 10*time.Second, "10.42.8.1")
 	t.Logf("healed %s after the permission was granted", time.Since(granted).Round(time.Millisecond))
 	expectAddresses(t, with.server, "db."+ns+".svc.cluster.local.", dns.TypeA, propagation, "10.42.8.1")
 	expectAddresses(t, with.server, "web."+ns+".svc.cluster.local.", dns.TypeA, propagation, svc.Spec.ClusterIP)
