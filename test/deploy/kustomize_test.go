@@ -37,8 +37,13 @@ type kubectl struct {
 	kubeconfig string
 }
 
-func newKubectl(t *testing.T, cp *controlplane.ControlPlane) *kubectl {
-	return &kubectl{t: t, path: lookTool(t, "kubectl", "https://kubernetes.io/docs/tasks/tools/"), kubeconfig: cp.Kubeconfig}
+// newKubectl looks for kubectl before it starts a control plane, so that a
+// missing kubectl skips (or fails) the test at once.
+func newKubectl(t *testing.T) (*kubectl, *controlplane.ControlPlane) {
+	t.Helper()
+	path := lookTool(t, "kubectl", "https://kubernetes.io/docs/tasks/tools/")
+	cp := controlplane.ForTest(t, controlplane.Options{})
+	return &kubectl{t: t, path: path, kubeconfig: cp.Kubeconfig}, cp
 }
 
 func (k *kubectl) run(args ...string) (string, error) {
@@ -156,8 +161,7 @@ func waitNamespace(t *testing.T, kube kubernetes.Interface, name string) {
 // TestInstallManifests applies manifests/install to a cluster without CoreDNS,
 // as a user would: first a server-side dry run, then for real.
 func TestInstallManifests(t *testing.T) {
-	cp := controlplane.ForTest(t, controlplane.Options{})
-	k := newKubectl(t, cp)
+	k, cp := newKubectl(t)
 	kube := kubernetes.NewForConfigOrDie(cp.Config)
 	waitNamespace(t, kube, metav1.NamespaceSystem)
 
@@ -360,8 +364,7 @@ func createKubeadmCoreDNS(t *testing.T, kube kubernetes.Interface) {
 // kubeadm's CoreDNS: back up, dry run, apply, check that only the image and
 // the Corefile changed, and roll back.
 func TestSwapManifests(t *testing.T) {
-	cp := controlplane.ForTest(t, controlplane.Options{})
-	k := newKubectl(t, cp)
+	k, cp := newKubectl(t)
 	kube := kubernetes.NewForConfigOrDie(cp.Config)
 	ctx := t.Context()
 	waitNamespace(t, kube, metav1.NamespaceSystem)
