@@ -170,6 +170,8 @@ func TestInstallManifests(t *testing.T) {
 	out, err := k.run("apply", "--server-side", "--dry-run=server", "-k", "manifests")
 	if err == nil || !strings.Contains(out, `"coredns" is invalid`) {
 		t.Errorf("the swap applied to a cluster without CoreDNS: want it rejected as an invalid Deployment, got err %v:\n%s", err, out)
+	} else {
+		t.Logf("rejected as it should be: %s", strings.TrimSpace(out))
 	}
 
 	for _, dir := range []string{"manifests/crds", "manifests/rbac", "manifests/install"} {
@@ -387,6 +389,8 @@ func TestSwapManifests(t *testing.T) {
 	out, err := k.run("apply", "--server-side", "--dry-run=server", "-k", "manifests")
 	if err == nil || !strings.Contains(out, "conflict") {
 		t.Errorf("want a field manager conflict without --force-conflicts, got err %v:\n%s", err, out)
+	} else {
+		t.Logf("rejected as it should be: %s", strings.TrimSpace(out))
 	}
 
 	k.must("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-k", "manifests")
