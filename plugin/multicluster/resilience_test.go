@@ -179,7 +179,7 @@ func TestWatchHealsAfterCRDReturns(t *testing.T) {
 	if got := testutil.ToFloat64(degradedGauge.WithLabelValues(reasonCRD)); got != 0 {
 		t.Errorf("degraded{reason=%q} = %v after healing, want 0", reasonCRD, got)
 	}
-	if n := logs.count("is not installed: apply manifests/crds"); n != 1 {
+	if n := logs.count("is not installed, or serves neither v1beta1 nor v1alpha1: apply manifests/crds"); n != 1 {
 		t.Errorf("the missing CRD was logged %d times, want once:\n%s", n, logs)
 	}
 }

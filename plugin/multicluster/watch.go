@@ -159,7 +159,7 @@ func (w *watcher) discover(ctx context.Context) (string, bool) {
 	}
 }
 
-var errCRDMissing = errors.New("the ServiceImport CRD (" + importResource + "." + mcsGroup + ") is not installed: apply manifests/crds")
+var errCRDMissing = errors.New("the ServiceImport CRD (" + importResource + "." + mcsGroup + ") is not installed, or serves neither v1beta1 nor v1alpha1: apply manifests/crds")
 
 // servedImportVersion asks discovery which ServiceImport version is served.
 func servedImportVersion(kube kubernetes.Interface) (string, error) {

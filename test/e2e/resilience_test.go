@@ -234,7 +234,7 @@ func TestDegradedWithoutCRDs(t *testing.T) {
 		t.Error("degraded server not ready")
 	}
 	with.expectDegraded(t, "crd", 1)
-	expectLoggedOnce(t, with.server, "the ServiceImport CRD (serviceimports.multicluster.x-k8s.io) is not installed: apply manifests/crds")
+	expectLoggedOnce(t, with.server, "the ServiceImport CRD (serviceimports.multicluster.x-k8s.io) is not installed, or serves neither v1beta1 nor v1alpha1: apply manifests/crds")
 
 	start := time.Now()
 	if err := c.cp.InstallCRDs(context.Background()); err != nil {
