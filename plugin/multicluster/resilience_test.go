@@ -147,6 +147,43 @@ func TestWatchHealsAfterRBACGranted(t *testing.T) {
 	}
 }
 
+// TestWatchRefusedWatch: RBAC allows listing ServiceImports but not watching
+// them. That is one degraded state, logged once, not one that clears with
+// every allowed list and returns with the next refused watch; granting watch
+// heals it.
+func TestWatchRefusedWatch(t *testing.T) {
+	logs := captureLog(t)
+	kube, mcs := fakeClients()
+	var refusing atomic.Bool
+	var refusals atomic.Int32
+	refusing.Store(true)
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Group: mcsGroup, Resource: importResource}, "", nil)
+	mcs.PrependWatchReactor(importResource, func(k8stesting.Action) (bool, watch.Interface, error) {
+		if !refusing.Load() {
+			return false, nil, nil
+		}
+		refusals.Add(1)
+		return true, nil, forbidden
+	})
+
+	m := New()
+	runWatcher(t, m, kube, mcs)
+	waitFor(t, 5*time.Second, "six refused watches", func() bool { return refusals.Load() >= 6 })
+	if m.degraded.Load() == nil {
+		t.Fatal("not degraded while watching ServiceImports is forbidden")
+	}
+	if n, r := logs.count("Degraded"), logs.count("Recovered"); n != 1 || r != 0 {
+		t.Errorf("logged Degraded %d and Recovered %d times, want 1 and 0:\n%s", n, r, logs)
+	}
+
+	refusing.Store(false)
+	waitFor(t, 2*time.Second, "the degraded state to clear", func() bool { return m.degraded.Load() == nil })
+	if _, err := mcs.MulticlusterV1beta1().ServiceImports("ns1").Create(context.Background(), serviceImport("ns1", "web", "10.42.0.1"), meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the import, through the watch", func() bool { return m.index.lookup("ns1", "web") != nil })
+}
+
 // TestWatchHealsAfterCRDReturns: the CRD goes between discovery and the first
 // list (as when it is deleted while the plugin runs); once it is back, the
 // plugin is no longer degraded.

@@ -410,34 +410,40 @@ func objectKey(o meta.Object) string {
 }
 
 // reporting returns lw with the outcome of every list and watch call passed
-// to report. A list refused for a reason only an administrator can fix (a
+// to report. A call refused for a reason only an administrator can fix (a
 // missing RBAC rule or CRD) is retried here, the wait doubling from retry to
 // maxRetry, instead of failing: the reflector would back off for up to a
-// minute between attempts, and the plugin must heal soon after the fix.
+// minute between attempts, and the plugin must heal soon after the fix. A
+// refused watch after an allowed list so stays one degraded state, rather
+// than one that clears and returns with every attempt.
 func reporting(lw *cache.ListWatch, report func(error), retry time.Duration) *cache.ListWatch {
 	list, watchFunc := lw.ListWithContextFunc, lw.WatchFuncWithContext
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o meta.ListOptions) (runtime.Object, error) {
-			wait := retry
-			for {
-				obj, err := list(ctx, o)
-				report(err)
-				if retry <= 0 || !(apierrors.IsForbidden(err) || apierrors.IsNotFound(err)) {
-					return obj, err
-				}
-				select {
-				case <-ctx.Done():
-					return nil, err
-				case <-time.After(wait):
-				}
-				wait = min(2*wait, maxRetry)
-			}
+			return retryRefused(ctx, retry, report, func() (runtime.Object, error) { return list(ctx, o) })
 		},
 		WatchFuncWithContext: func(ctx context.Context, o meta.ListOptions) (watch.Interface, error) {
-			wi, err := watchFunc(ctx, o)
-			report(err)
-			return wi, err
+			return retryRefused(ctx, retry, report, func() (watch.Interface, error) { return watchFunc(ctx, o) })
 		},
+	}
+}
+
+// retryRefused calls f, and again while it is refused as Forbidden or
+// NotFound, until ctx ends; a retry of 0 calls it once.
+func retryRefused[T any](ctx context.Context, retry time.Duration, report func(error), f func() (T, error)) (T, error) {
+	wait := retry
+	for {
+		v, err := f()
+		report(err)
+		if retry <= 0 || !(apierrors.IsForbidden(err) || apierrors.IsNotFound(err)) {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxRetry)
 	}
 }
 
