@@ -4,7 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -515,4 +519,109 @@ func TestMalformedImport(t *testing.T) {
 	expectAddresses(t, s, name, dns.TypeA, propagation, "10.42.11.4")
 	expectLoggedOnce(t, s, fmt.Sprintf("ServiceImport %s/odd (resourceVersion %s)", ns, odd.ResourceVersion))
 	expectLoggedOnce(t, s, first)
+}
+
+// TestHostileQueries sends the binary every message of the FuzzServeDNS
+// seed corpus (every query type and class, EDNS0 options, 255-octet names,
+// 63-octet and binary labels, upper case, several or no questions) and some
+// that are not DNS at all, over UDP and TCP. A query with one question gets
+// a well-formed reply with its ID; anything may be dropped; and the server
+// answers as before afterwards.
+func TestHostileQueries(t *testing.T) {
+	s := startServer(t, corefileWith, true)
+	ns := namespace(t, "hostile")
+	createImport(t, newImport(ns, "web", "10.42.12.1"))
+	name := "web." + ns + ".svc.clusterset.local."
+	expectAddresses(t, s, name, dns.TypeA, propagation, "10.42.12.1")
+
+	dir := filepath.Join("..", "..", "plugin", "multicluster", "testdata", "fuzz", "FuzzServeDNS")
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	messages := map[string][]byte{
+		"empty":                {},
+		"short header":         {0x12, 0x34, 0x01},
+		"header only":          {0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0},
+		"pointer loop":         {0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0xc0, 0x0c, 0x00, 0x01, 0x00, 0x01},
+		"label past end":       {0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0x3f, 'a', 'b'},
+		"65535 questions":      {0x12, 0x34, 0x01, 0x00, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 0x00, 0x00, 0x01, 0x00, 0x01},
+		"a reply, not a query": {0x12, 0x34, 0x81, 0x80, 0x00, 0x01, 0, 0, 0, 0, 0, 0, 0x00, 0x00, 0x01, 0x00, 0x01},
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, value, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
+		quoted, ok := strings.CutPrefix(value, "[]byte(")
+		if !ok {
+			t.Fatalf("%s: not a []byte corpus entry: %q", f.Name(), value)
+		}
+		wire, err := strconv.Unquote(strings.TrimSuffix(quoted, ")"))
+		if err != nil {
+			t.Fatalf("%s: %v", f.Name(), err)
+		}
+		messages["corpus "+f.Name()] = []byte(wire)
+	}
+
+	answered := 0
+	for what, wire := range messages {
+		req := new(dns.Msg)
+		oneQuestion := req.Unpack(wire) == nil && !req.Response && len(req.Question) == 1
+		for _, proto := range []string{"udp", "tcp"} {
+			reply, err := sendRaw(proto, s.addr, wire)
+			if err != nil {
+				if oneQuestion {
+					t.Errorf("%s over %s: no reply: %v", what, proto, err)
+				}
+				continue
+			}
+			r := new(dns.Msg)
+			if err := r.Unpack(reply); err != nil {
+				t.Errorf("%s over %s: the reply does not unpack: %v", what, proto, err)
+				continue
+			}
+			if oneQuestion && (r.Id != req.Id || !r.Response) {
+				t.Errorf("%s over %s: reply ID %d response %v, want ID %d and a response", what, proto, r.Id, r.Response, req.Id)
+			}
+			answered++
+		}
+	}
+	t.Logf("%d messages, %d replies", 2*len(messages), answered)
+	expectAddresses(t, s, name, dns.TypeA, propagation, "10.42.12.1")
+	// The server recovers a plugin's panic into SERVFAIL: the log tells.
+	if strings.Contains(s.log.String(), "panic") {
+		t.Errorf("a query made the server panic:\n%s", s.log.String())
+	}
+}
+
+// sendRaw sends wire as one DNS message over proto and returns the reply.
+func sendRaw(proto, addr string, wire []byte) ([]byte, error) {
+	conn, err := net.DialTimeout(proto, addr, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(time.Second)); err != nil {
+		return nil, err
+	}
+	if proto == "tcp" {
+		wire = append([]byte{byte(len(wire) >> 8), byte(len(wire))}, wire...)
+	}
+	if _, err := conn.Write(wire); err != nil {
+		return nil, err
+	}
+	if proto == "udp" {
+		buf := make([]byte, dns.MaxMsgSize)
+		n, err := conn.Read(buf)
+		return buf[:n], err
+	}
+	var size [2]byte
+	if _, err := io.ReadFull(conn, size[:]); err != nil {
+		return nil, err
+	}
+	reply := make([]byte, int(size[0])<<8|int(size[1]))
+	_, err = io.ReadFull(conn, reply)
+	return reply, err
 }
