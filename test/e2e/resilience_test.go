@@ -18,6 +18,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -464,8 +465,9 @@ func TestAPIServerOutage(t *testing.T) {
 // fields pass the CRD schema but are wrong for DNS: a string that is no IP
 // address, two IPv4 addresses, ports out of range, an unknown protocol. The
 // good parts are served, the bad ones logged once per object version. What
-// the schema refuses (more than two IPs, no type, no name) cannot reach the
-// plugin from a real API server; the unit tests feed those through fakes.
+// the API server refuses (more than two IPs, no or an unknown type, no name,
+// an address of the wrong family in an EndpointSlice) cannot reach the
+// plugin from it; the unit tests feed those through fakes.
 func TestMalformedImport(t *testing.T) {
 	ns := namespace(t, "malformed")
 	ctx := context.Background()
@@ -477,10 +479,20 @@ func TestMalformedImport(t *testing.T) {
 		"no name":   newImport(ns, "", "10.42.11.7"),
 	}
 	refused["no type"].Spec.Type = ""
+	refused["an unknown type"] = newImport(ns, "lb", "10.42.11.7")
+	refused["an unknown type"].Spec.Type = "LoadBalancer"
 	for what, si := range refused {
 		if _, err := imports.Create(ctx, si, meta.CreateOptions{}); err == nil {
 			t.Errorf("the API server accepted an import with %s", what)
 		}
+	}
+	mixed := &discovery.EndpointSlice{
+		ObjectMeta:  meta.ObjectMeta{Namespace: ns, Name: "mixed", Labels: map[string]string{mcsv1beta1.LabelServiceName: "db", mcsv1beta1.LabelSourceCluster: "east"}},
+		AddressType: discovery.AddressTypeIPv4,
+		Endpoints:   []discovery.Endpoint{{Addresses: []string{"fd00::1"}}},
+	}
+	if _, err := kube.DiscoveryV1().EndpointSlices(ns).Create(ctx, mixed, meta.CreateOptions{}); err == nil {
+		t.Error("the API server accepted an IPv6 address in an IPv4 EndpointSlice")
 	}
 
 	s := startServer(t, corefileWith, true)
