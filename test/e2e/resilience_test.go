@@ -637,3 +637,29 @@ func sendRaw(proto, addr string, wire []byte) ([]byte, error) {
 	_, err = io.ReadFull(conn, reply)
 	return reply, err
 }
+
+// TestHugeImport: an import with thousands of ports (the CRD does not bound
+// them) makes an SRV answer larger than any DNS message. Over UDP the reply
+// is truncated with TC set; over TCP it still fits a message; nothing hangs.
+func TestHugeImport(t *testing.T) {
+	s := startServer(t, corefileWith, true)
+	ns := namespace(t, "huge")
+	si := newImport(ns, "wide", "10.42.13.1", "fd00::13:1")
+	for p := range 3000 {
+		si.Spec.Ports = append(si.Spec.Ports, mcsv1beta1.ServicePort{Name: fmt.Sprintf("port-%d", p), Protocol: corev1.ProtocolTCP, Port: int32(1000 + p)})
+	}
+	createImport(t, si)
+	name := "wide." + ns + ".svc.clusterset.local."
+	expectAddresses(t, s, name, dns.TypeA, 10*time.Second, "10.42.13.1")
+
+	udp := s.query(t, "udp", name, dns.TypeSRV)
+	if udp.Rcode != dns.RcodeSuccess || !udp.Truncated {
+		t.Errorf("SRV over UDP: %s, truncated %v; want a truncated answer", dns.RcodeToString[udp.Rcode], udp.Truncated)
+	}
+	tcp := s.query(t, "tcp", name, dns.TypeSRV)
+	if tcp.Rcode != dns.RcodeSuccess || len(tcp.Answer) == 0 {
+		t.Errorf("SRV over TCP: %s with %d records; want an answer", dns.RcodeToString[tcp.Rcode], len(tcp.Answer))
+	}
+	t.Logf("SRV: %d records over UDP (truncated), %d over TCP (truncated %v)", len(udp.Answer), len(tcp.Answer), tcp.Truncated)
+	expectAddresses(t, s, name, dns.TypeAAAA, propagation, "fd00::13:1")
+}
