@@ -117,7 +117,7 @@ func TestWatchHealsAfterRBACGranted(t *testing.T) {
 	m := New()
 	synced := runWatcher(t, m, kube, mcs)
 
-	// Six refusals take the reflector's own backoff past 25 s.
+	// Six refusals would take the reflector's own backoff at least 25 s.
 	waitFor(t, 5*time.Second, "six refused lists", func() bool { return refusals.Load() >= 6 })
 	if m.degraded.Load() == nil {
 		t.Fatal("not degraded while ServiceImports are forbidden")
