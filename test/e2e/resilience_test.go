@@ -663,3 +663,30 @@ func TestHugeImport(t *testing.T) {
 	t.Logf("SRV: %d records over UDP (truncated), %d over TCP (truncated %v)", len(udp.Answer), len(tcp.Answer), tcp.Truncated)
 	expectAddresses(t, s, name, dns.TypeAAAA, propagation, "fd00::13:1")
 }
+
+// TestAPIServerDownAtStart starts coredns while kube-apiserver is down: the
+// clusterset zone says SERVFAIL (nothing is known yet), and once the API
+// server is up the plugin finds the CRD, syncs and answers, without a
+// restart.
+func TestAPIServerDownAtStart(t *testing.T) {
+	c := startOwnCluster(t, controlplane.Options{InstallCRDs: true})
+	ns := c.namespace(t, "late")
+	c.createImport(t, newImport(ns, "web", "10.42.14.1"))
+	if err := c.cp.StopAPIServer(); err != nil {
+		t.Logf("stop kube-apiserver: %v", err)
+	}
+
+	s := startServer(t, resilienceCorefile(c.cp.Kubeconfig, freePort(t), false), false)
+	name := "web." + ns + ".svc.clusterset.local."
+	expectRcode(t, s, name, dns.TypeA, 10*time.Second, dns.RcodeServerFailure)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.cp.StartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	up := time.Now()
+	expectAddresses(t, s, name, dns.TypeA, 30*time.Second, "10.42.14.1")
+	t.Logf("answered %s after the API server was ready", time.Since(up).Round(time.Millisecond))
+	eventually(t, 30*time.Second, "/ready 200", func() (bool, string) { return s.isReady(), "not ready" })
+}
