@@ -418,9 +418,7 @@ func TestAPIServerOutage(t *testing.T) {
 
 	stopped := time.Now()
 	if err := c.cp.StopAPIServer(); err != nil {
-		// It stops listening at once, but may take its grace period to exit
-		// while watches are open, and is then killed: down either way.
-		t.Logf("stop kube-apiserver: %v", err)
+		t.Fatalf("stop kube-apiserver: %v", err)
 	}
 	if _, err := c.kube.Discovery().ServerVersion(); err == nil {
 		t.Fatal("the API server still answers after StopAPIServer")
