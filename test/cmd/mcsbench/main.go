@@ -31,6 +31,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -54,6 +55,7 @@ type config struct {
 	goBench     bool
 	benchCount  int
 	profile     bool
+	profileDir  string
 	pin         bool
 	timeout     time.Duration
 }
@@ -80,6 +82,7 @@ func run() error {
 	flag.BoolVar(&c.goBench, "gobench", true, "run the Go benchmarks of the kubernetes and multicluster plugins")
 	flag.IntVar(&c.benchCount, "gobench-count", 3, "-count for the Go benchmarks")
 	flag.BoolVar(&c.profile, "profile", true, "take CPU profiles of coredns under load")
+	flag.StringVar(&c.profileDir, "profile-dir", "build/bench-profiles", "keep the CPU profiles in `DIR` (empty: discard them)")
 	flag.BoolVar(&c.pin, "pin", true, "pin coredns to CPU 0 and dnsperf to CPU 1 during throughput rounds")
 	flag.DurationVar(&c.timeout, "timeout", 45*time.Minute, "give up after this long")
 	flag.Parse()
@@ -323,25 +326,25 @@ func (b *bench) throughput(ctx context.Context) error {
 	comparisons := []*comparison{
 		{
 			title:  "Toll: cluster.local A of local Services",
-			a:      target{"without multicluster", without.addr, q("local")},
-			b:      target{"with multicluster", with.addr, q("local")},
+			a:      target{"without multicluster", without, q("local")},
+			b:      target{"with multicluster", with, q("local")},
 			target: 0.97,
 		},
 		{
 			title: "Toll: cluster.local A of local Services that also have an import",
-			a:     target{"without multicluster", without.addr, q("shadow")},
-			b:     target{"with multicluster", with.addr, q("shadow")},
+			a:     target{"without multicluster", without, q("shadow")},
+			b:     target{"with multicluster", with, q("shadow")},
 		},
 		{
 			title:  "clusterset.local A (multicluster) vs cluster.local A (kubernetes), same server",
-			a:      target{"cluster.local, kubernetes", with.addr, q("local")},
-			b:      target{"clusterset.local, multicluster", with.addr, q("clusterset")},
+			a:      target{"cluster.local, kubernetes", with, q("local")},
+			b:      target{"clusterset.local, multicluster", with, q("clusterset")},
 			target: 1.0,
 		},
 		{
 			title: "cluster.local A of imports without a local Service (multicluster fallback) vs cluster.local A (kubernetes), same server",
-			a:     target{"cluster.local, kubernetes", with.addr, q("local")},
-			b:     target{"cluster.local fallback, multicluster", with.addr, q("fallback")},
+			a:     target{"cluster.local, kubernetes", with, q("local")},
+			b:     target{"cluster.local fallback, multicluster", with, q("fallback")},
 		},
 	}
 	for _, c := range comparisons {
@@ -470,7 +473,13 @@ func (b *bench) cpuProfile(ctx context.Context, g loadgen, s *server, queries, t
 		_, err := g.run(ctx, s.addr, queries, d+3*time.Second)
 		loadDone <- err
 	}()
-	path := filepath.Join(b.dir, fmt.Sprintf("cpu-%d.pprof", len(b.res.profiles)))
+	path := filepath.Join(b.dir, fmt.Sprintf("cpu-%d.pprof", len(b.res.profiles)+1))
+	if b.cfg.profileDir != "" {
+		if err := os.MkdirAll(b.cfg.profileDir, 0o755); err != nil {
+			return "", err
+		}
+		path = filepath.Join(b.cfg.profileDir, fmt.Sprintf("cpu-%d.pprof", len(b.res.profiles)+1))
+	}
 	select {
 	case <-ctx.Done():
 	case <-time.After(time.Second):
@@ -486,7 +495,37 @@ func (b *bench) cpuProfile(ctx context.Context, g loadgen, s *server, queries, t
 	if err != nil {
 		return "", fmt.Errorf("go tool pprof: %v:\n%s", err, out)
 	}
-	return strings.TrimSpace(string(out)), nil
+	top := strings.TrimSpace(string(out))
+	// Cumulative shares of a few functions that tell where a toll goes:
+	// the plugins themselves, and goroutine stack growth, which a deeper
+	// plugin chain can cause in a server that starts a goroutine per query.
+	out, err = exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=400", b.cfg.coredns, path).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go tool pprof: %v:\n%s", err, out)
+	}
+	var cum []string
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 6 && slices.Contains(cumFunctions, f[5]) {
+			cum = append(cum, f[5]+" "+f[4])
+		}
+	}
+	if len(cum) > 0 {
+		top += "\n\ncumulative: " + strings.Join(cum, ", ")
+	}
+	return top, nil
+}
+
+// cumFunctions are the functions whose cumulative share of a CPU profile the
+// report lists.
+var cumFunctions = []string{
+	"github.com/coredns/coredns/core/dnsserver.(*Server).ServeDNS",
+	"github.com/coredns-mcs/coredns-mcs/plugin/multicluster.(*Multicluster).ServeDNS",
+	"github.com/coredns/coredns/plugin/kubernetes.Kubernetes.ServeDNS",
+	"runtime.newstack",
+	"runtime.copystack",
+	"runtime.gcBgMarkWorker",
+	"runtime.mallocgc",
 }
 
 // objects grows the big sets from `from` to `to` Services and imports.

@@ -114,7 +114,7 @@ func writeQueries(path string, names []string) error {
 // target is a server and the queries sent to it.
 type target struct {
 	label   string
-	addr    string
+	s       *server
 	queries string
 }
 
@@ -125,6 +125,10 @@ type comparison struct {
 	// target is the minimum acceptable ratio b/a; zero means none.
 	target float64
 	qa, qb []float64
+	// ca, cb are the server's CPU time per answered query, in
+	// microseconds. Unlike QPS they hardly depend on how much of its CPU
+	// the server got from the rest of a shared machine.
+	ca, cb []float64
 }
 
 // run measures a and b in rounds of d, in the order A B, B A, A B, ... so
@@ -132,7 +136,7 @@ type comparison struct {
 // weighs on both alike, after one unmeasured warm-up round of each.
 func (c *comparison) run(ctx context.Context, g loadgen, rounds int, d time.Duration) error {
 	for _, t := range []target{c.a, c.b} {
-		if _, err := g.run(ctx, t.addr, t.queries, min(d, 2*time.Second)); err != nil {
+		if _, err := g.run(ctx, t.s.addr, t.queries, min(d, 2*time.Second)); err != nil {
 			return fmt.Errorf("%s: warm-up of %s: %w", c.title, t.label, err)
 		}
 	}
@@ -146,20 +150,32 @@ func (c *comparison) run(ctx context.Context, g loadgen, rounds int, d time.Dura
 			if isB {
 				t = c.b
 			}
-			res, err := g.run(ctx, t.addr, t.queries, d)
+			cpu0, err := t.s.cpuTime()
+			if err != nil {
+				return err
+			}
+			res, err := g.run(ctx, t.s.addr, t.queries, d)
 			if err != nil {
 				return fmt.Errorf("%s: %s: %w", c.title, t.label, err)
 			}
-			if isB {
-				c.qb = append(c.qb, res.qps)
-			} else {
-				c.qa = append(c.qa, res.qps)
+			cpu1, err := t.s.cpuTime()
+			if err != nil {
+				return err
 			}
-			status("  %s, round %d, %s: %.0f qps", c.title, r+1, t.label, res.qps)
+			perQuery := float64(cpu1-cpu0) / float64(time.Microsecond) / float64(res.completed)
+			if isB {
+				c.qb, c.cb = append(c.qb, res.qps), append(c.cb, perQuery)
+			} else {
+				c.qa, c.ca = append(c.qa, res.qps), append(c.ca, perQuery)
+			}
+			status("  %s, round %d, %s: %.0f qps, %.1f µs CPU per query", c.title, r+1, t.label, res.qps, perQuery)
 		}
 	}
 	return nil
 }
+
+// cpuRatio is the median CPU time per query of B over that of A.
+func (c *comparison) cpuRatio() float64 { return median(c.cb) / median(c.ca) }
 
 // sumRatio is sum(B)/sum(A).
 func (c *comparison) sumRatio() float64 { return sum(c.qb) / sum(c.qa) }

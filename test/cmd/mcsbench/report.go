@@ -125,8 +125,8 @@ func (r *results) markdown() string {
 		if cmp.target > 0 {
 			t = fmt.Sprintf(">= %.2f: %s", cmp.target, verdict(min(cmp.sumRatio(), cmp.medianRatio()), cmp.target))
 		}
-		p("| %s: QPS %s / %s | %.3f (ratio of sums), %.3f (median of round ratios) | %s |\n",
-			cmp.title, cmp.b.label, cmp.a.label, cmp.sumRatio(), cmp.medianRatio(), t)
+		p("| %s: QPS %s / %s | %.3f (ratio of sums), %.3f (median of round ratios); CPU time per query B/A %.3f | %s |\n",
+			cmp.title, cmp.b.label, cmp.a.label, cmp.sumRatio(), cmp.medianRatio(), cmp.cpuRatio(), t)
 	}
 	if len(r.propagation) > 0 {
 		var all []time.Duration
@@ -188,17 +188,19 @@ func (r *results) writeThroughput(p func(string, ...any)) {
 	p(". Each query file holds an A query for every name of a set, in a fixed shuffled order; dnsperf goes round it ")
 	p("(`dnsperf -s 127.0.0.1 -p PORT -d FILE -l %d -t 2`, 1 client, up to 100 queries outstanding), and every answer must be NOERROR. ", int(c.round.Seconds()))
 	p("Each comparison runs one unmeasured 2 s warm-up per side, then %d measured rounds of %s per side in the order A B, B A, A B, ..., ", c.rounds, c.round)
-	p("so that drift of the shared machine weighs on both sides alike. Ratios are B/A.\n\n")
+	p("so that drift of the shared machine weighs on both sides alike. Ratios are B/A. ")
+	p("\"CPU µs/query\" is the server's user+system CPU time over the round (`/proc/PID/stat`, 10 ms ticks) divided by the queries it answered: ")
+	p("on a shared machine QPS also measures how much CPU the server was given, CPU per query much less so.\n\n")
 	p("The Corefiles (`{{.Port}}`, `{{.ReadyPort}}` and `{{.PprofPort}}` are free loopback ports picked at run time, `{{.Kubeconfig}}` the control plane's admin kubeconfig; ")
 	p("*pprof* is not in the query path and serves the forced GCs and CPU profiles below). Without multicluster:\n\n```\n%s```\n\nWith multicluster:\n\n```\n%s```\n\n", corefileWithout, corefileWith)
 	for _, cmp := range r.comparisons {
 		p("### %s\n\n", cmp.title)
-		p("| round | A: %s (QPS) | B: %s (QPS) | B/A |\n|---|---|---|---|\n", cmp.a.label, cmp.b.label)
+		p("| round | A: %s, QPS | B: %s, QPS | QPS B/A | A: CPU µs/query | B: CPU µs/query |\n|---|---|---|---|---|---|\n", cmp.a.label, cmp.b.label)
 		for i := range min(len(cmp.qa), len(cmp.qb)) {
-			p("| %d | %.0f | %.0f | %.3f |\n", i+1, cmp.qa[i], cmp.qb[i], cmp.qb[i]/cmp.qa[i])
+			p("| %d | %.0f | %.0f | %.3f | %.1f | %.1f |\n", i+1, cmp.qa[i], cmp.qb[i], cmp.qb[i]/cmp.qa[i], cmp.ca[i], cmp.cb[i])
 		}
-		p("| sum / median | %.0f / %.0f | %.0f / %.0f | **%.3f** (sums) / **%.3f** (median ratio) |\n\n",
-			sum(cmp.qa), median(cmp.qa), sum(cmp.qb), median(cmp.qb), cmp.sumRatio(), cmp.medianRatio())
+		p("| sum / median | %.0f / %.0f | %.0f / %.0f | **%.3f** (sums) / **%.3f** (median ratio) | %.1f (median) | %.1f (median): B/A %.3f |\n\n",
+			sum(cmp.qa), median(cmp.qa), sum(cmp.qb), median(cmp.qb), cmp.sumRatio(), cmp.medianRatio(), median(cmp.ca), median(cmp.cb), cmp.cpuRatio())
 	}
 }
 
@@ -321,6 +323,9 @@ func (r *results) writeProfiles(p func(string, ...any)) {
 	}
 	p("## CPU profiles under load\n\n")
 	p("10 s CPU profiles (`/debug/pprof/profile?seconds=10` of the *pprof* plugin) of the throughput servers while dnsperf loads them, `go tool pprof -top -nodecount=25`.\n\n")
+	if r.cfg.profileDir != "" {
+		p("The profiles are kept as `%s/cpu-1.pprof` ... `cpu-%d.pprof` (in this order) for `go tool pprof`.\n\n", r.cfg.profileDir, len(r.profiles))
+	}
 	for _, pr := range r.profiles {
 		p("### %s\n\n```\n%s\n```\n\n", pr.title, pr.top)
 	}

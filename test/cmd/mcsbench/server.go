@@ -175,6 +175,35 @@ func (s *server) rss() (uint64, error) {
 	return 0, errors.New("no VmRSS in /proc status")
 }
 
+// clockTick is the unit of utime and stime in /proc/PID/stat (USER_HZ,
+// 100 on every Linux architecture Go supports).
+const clockTick = 10 * time.Millisecond
+
+// cpuTime is the CPU time the server has used, user and system, over all
+// its threads.
+func (s *server) cpuTime() (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.proc.pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, in parentheses, may hold spaces; the fields
+	// counted from 3 (state) follow its closing parenthesis.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, errors.New("malformed /proc stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, errors.New("short /proc stat")
+	}
+	utime, err1 := strconv.ParseUint(f[11], 10, 64)
+	stime, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, err
+	}
+	return time.Duration(utime+stime) * clockTick, nil
+}
+
 var heapAllocLine = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
 
 // gcHeap runs a garbage collection in the server (the heap profile handler
