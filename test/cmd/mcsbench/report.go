@@ -322,7 +322,10 @@ func (r *results) writeProfiles(p func(string, ...any)) {
 		return
 	}
 	p("## CPU profiles under load\n\n")
-	p("10 s CPU profiles (`/debug/pprof/profile?seconds=10` of the *pprof* plugin) of the throughput servers while dnsperf loads them, `go tool pprof -top -nodecount=25`.\n\n")
+	p("10 s CPU profiles (`/debug/pprof/profile?seconds=10` of the *pprof* plugin) of the throughput servers while dnsperf loads them, `go tool pprof -top -nodecount=25`, ")
+	p("followed by the cumulative shares of a few functions (from `-top -cum`). ")
+	p("CoreDNS serves every UDP query on a new goroutine, whose stack starts small and is copied to a larger one when a call chain needs more (`runtime.newstack`, `runtime.copystack`). ")
+	p("One more plugin frame on the path of every query can cost one more such copy per query; the Go benchmarks cannot show that, as their goroutine keeps its grown stack.\n\n")
 	if r.cfg.profileDir != "" {
 		p("The profiles are kept as `%s/cpu-1.pprof` ... `cpu-%d.pprof` (in this order) for `go tool pprof`.\n\n", r.cfg.profileDir, len(r.profiles))
 	}
