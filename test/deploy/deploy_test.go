@@ -68,8 +68,16 @@ func lookTool(t testing.TB, name, hint string) string {
 
 var built struct {
 	sync.Mutex
-	path string
-	err  error
+	dir, path string
+	err       error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // corednsBinary returns $COREDNS_BINARY, or builds the binary once per test
@@ -85,7 +93,10 @@ func corednsBinary(t testing.TB) string {
 	built.Lock()
 	defer built.Unlock()
 	if built.path == "" && built.err == nil {
-		built.path, built.err = buildCoreDNS(repoRoot(t))
+		built.dir, built.err = os.MkdirTemp("", "coredns-mcs-deploy-")
+		if built.err == nil {
+			built.path, built.err = buildCoreDNS(repoRoot(t), built.dir)
+		}
 	}
 	if built.err != nil {
 		t.Fatalf("build coredns (or set COREDNS_BINARY): %v", built.err)
@@ -93,15 +104,12 @@ func corednsBinary(t testing.TB) string {
 	return built.path
 }
 
-func buildCoreDNS(root string) (string, error) {
-	dir, err := os.MkdirTemp("", "coredns-mcs-deploy-")
-	if err != nil {
-		return "", err
-	}
-	// The directory is left for the OS to clean: the binary is shared by
-	// every test of the run, and TestMain would be needed to remove it.
+// buildCoreDNS builds coredns into dir, with make build's flags so that the
+// compiled packages of an earlier make build are reused.
+func buildCoreDNS(root, dir string) (string, error) {
 	out := filepath.Join(dir, "coredns")
-	cmd := exec.Command("go", "build", "-o", out, "./coredns")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./coredns")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Dir = root
 	if msg, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build: %w\n%s", err, msg)
