@@ -85,10 +85,7 @@ func TestLocalServiceWins(t *testing.T) {
 	expectRcode(t, without, name, dns.TypeA, propagation, dns.RcodeNameError)
 
 	svc := createService(t, ns, "web")
-	questions := []struct {
-		name  string
-		qtype uint16
-	}{
+	questions := []question{
 		{name, dns.TypeA},
 		{name, dns.TypeAAAA},
 		{name, dns.TypeSRV},
@@ -101,15 +98,7 @@ func TestLocalServiceWins(t *testing.T) {
 		{"cluster.local.", dns.TypeSOA},
 		{"dns-version.cluster.local.", dns.TypeTXT},
 	}
-	for _, q := range questions {
-		for _, proto := range []string{"udp", "tcp"} {
-			eventually(t, 5*time.Second, q.name+" "+dns.TypeToString[q.qtype]+" over "+proto+" answered as without multicluster", func() (bool, string) {
-				a, b := with.query(t, proto, q.name, q.qtype), without.query(t, proto, q.name, q.qtype)
-				a.Id, b.Id = 0, 0
-				return a.String() == b.String(), "\nwith:\n" + a.String() + "\nwithout:\n" + b.String()
-			})
-		}
-	}
+	expectSameAnswers(t, with, without, questions)
 	if got := addresses(with.query(t, "udp", name, dns.TypeA)); len(got) != 1 || got[0] != svc.Spec.ClusterIP {
 		t.Errorf("with a local Service: %v, want its ClusterIP %s", got, svc.Spec.ClusterIP)
 	}
