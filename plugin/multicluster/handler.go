@@ -38,9 +38,34 @@ func (k zoneKind) String() string {
 }
 
 // ServeDNS implements plugin.Handler.
+//
+// It only hands a query on; serve decides. Every cluster-local query in a
+// cluster is passed on, and CoreDNS runs each query on a fresh goroutine with
+// a small stack, so the frames under the next plugin are its cost: when the
+// lookups of the kubernetes plugin, deep below, cross a stack-size boundary
+// the runtime copies the whole stack on every query. Passing from here, after
+// serve has returned, leaves just this small frame under the next plugin.
+//
+// plugin.NextOrFailure would also wrap the writer to track which plugin
+// writes the answer, one allocation per query; but only the tracker nearest
+// the metrics plugin's recorder takes effect, and that one is not ours, so
+// the wrapper would change nothing. It is kept where it does something:
+// opening a child span when the query is traced.
 func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
+	if handled, rcode, err := m.serve(ctx, w, r); handled {
+		return rcode, err
+	}
+	if m.Next == nil || ot.SpanFromContext(ctx) != nil {
+		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
+	}
+	return m.Next.ServeDNS(ctx, w, r)
+}
+
+// serve answers the query if it is the plugin's to answer, and reports
+// whether it did; handled is false for a query to pass on.
+func (m *Multicluster) serve(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (handled bool, rcode int, err error) {
 	if len(r.Question) != 1 || r.Question[0].Qclass != dns.ClassINET {
-		return m.pass(ctx, w, r)
+		return false, 0, nil
 	}
 	q := r.Question[0]
 	// ToLower returns its argument when there is nothing to lower: the common
@@ -49,7 +74,7 @@ func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 	if len(name) != len(q.Name) {
 		// Lowering changed the length: not a name from the wire (those are
 		// ASCII, escaped), and no Kubernetes object has such a name.
-		return m.pass(ctx, w, r)
+		return false, 0, nil
 	}
 	zone, kind := m.matchZone(name)
 	switch kind {
@@ -60,20 +85,7 @@ func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 	case zoneReverse:
 		return m.serveReverse(ctx, w, r, name, zone)
 	}
-	return m.pass(ctx, w, r)
-}
-
-// pass hands the query to the next plugin. plugin.NextOrFailure would wrap
-// the writer to track which plugin writes the answer, one allocation on the
-// path of every cluster-local query; but only the tracker nearest the metrics
-// plugin's recorder takes effect, and that one is not ours, so the wrapper
-// would change nothing. It is kept where it does something: opening a child
-// span when the query is traced.
-func (m *Multicluster) pass(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
-	if m.Next == nil || ot.SpanFromContext(ctx) != nil {
-		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
-	}
-	return m.Next.ServeDNS(ctx, w, r)
+	return false, 0, nil
 }
 
 // matchZone returns the longest zone name lies in, and how it is served.
@@ -136,14 +148,14 @@ func isReverseZone(z string) bool {
 // local Service of that name exists; everything else goes to the next plugin
 // untouched. The import lookup comes first: for the names of local Services,
 // which is nearly every query in a cluster, it is the only cost.
-func (m *Multicluster) serveFallback(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, name, zone string) (int, error) {
+func (m *Multicluster) serveFallback(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, name, zone string) (handled bool, rcode int, err error) {
 	req := parseRequest(name, zone)
 	if !req.underService() || !m.serving() {
-		return m.pass(ctx, w, r)
+		return false, 0, nil
 	}
 	v := m.index.lookup(req.namespace, req.service)
 	if v == nil || m.local == nil || !m.local.hasSynced() {
-		return m.pass(ctx, w, r)
+		return false, 0, nil
 	}
 	server := metrics.WithServer(ctx)
 	failover := false
@@ -153,7 +165,7 @@ func (m *Multicluster) serveFallback(ctx context.Context, w dns.ResponseWriter, 
 		// by design and never fails over.
 		if !m.failover || svc.Type == core.ServiceTypeExternalName || m.local.readyEndpoints(req.namespace, req.service) {
 			m.counters.request(server, zoneFallback, outcomeLocal)
-			return m.pass(ctx, w, r)
+			return false, 0, nil
 		}
 		failover = true
 	}
@@ -164,7 +176,7 @@ func (m *Multicluster) serveFallback(ctx context.Context, w dns.ResponseWriter, 
 		// The name does not exist here either: let the cluster-local plugin
 		// say so, with its own SOA.
 		m.counters.request(server, zoneFallback, outcomePassed)
-		return m.pass(ctx, w, r)
+		return false, 0, nil
 	}
 	m.counters.fallbackAnswers.inc(server)
 	if failover {
@@ -174,39 +186,39 @@ func (m *Multicluster) serveFallback(ctx context.Context, w dns.ResponseWriter, 
 }
 
 // serveClusterset answers every name in a clusterset zone.
-func (m *Multicluster) serveClusterset(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, name, zone string) (int, error) {
+func (m *Multicluster) serveClusterset(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, name, zone string) (handled bool, rcode int, err error) {
 	server := metrics.WithServer(ctx)
 	if !m.serving() {
 		// Not synced, or the API to sync from is missing: say so rather than
 		// deny names that may well exist.
 		m.counters.request(server, zoneClusterset, outcomeServfail)
-		return dns.RcodeServerFailure, nil
+		return true, dns.RcodeServerFailure, nil
 	}
 	q := r.Question[0]
 	zone = q.Name[len(q.Name)-len(zone):]
 	a := m.resolve(parseRequest(name, zone), q.Name, q.Qtype, zone)
 	if a.rcode == dns.RcodeNameError && m.Fall.Through(name) {
 		m.counters.request(server, zoneClusterset, outcomeFallthrough)
-		return m.pass(ctx, w, r)
+		return false, 0, nil
 	}
 	return m.write(w, r, zone, a, server, zoneClusterset)
 }
 
 // serveReverse answers PTR queries for addresses the index knows. Any other
 // query, and any other address, goes on, so that local PTRs keep working.
-func (m *Multicluster) serveReverse(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, name, zone string) (int, error) {
+func (m *Multicluster) serveReverse(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, name, zone string) (handled bool, rcode int, err error) {
 	q := r.Question[0]
 	if q.Qtype != dns.TypePTR || !m.serving() {
-		return m.pass(ctx, w, r)
+		return false, 0, nil
 	}
 	ip := net.ParseIP(dnsutil.ExtractAddressFromReverse(name))
 	addr, ok := netip.AddrFromSlice(ip)
 	if !ok {
-		return m.pass(ctx, w, r)
+		return false, 0, nil
 	}
 	targets := m.index.reverseLookup(addr.Unmap())
 	if len(targets) == 0 {
-		return m.pass(ctx, w, r)
+		return false, 0, nil
 	}
 	a := answer{rcode: dns.RcodeSuccess}
 	for _, t := range targets {
@@ -222,14 +234,14 @@ func (m *Multicluster) serveReverse(ctx context.Context, w dns.ResponseWriter, r
 		}
 	}
 	if len(a.answer) == 0 {
-		return m.pass(ctx, w, r)
+		return false, 0, nil
 	}
 	return m.write(w, r, q.Name[len(q.Name)-len(zone):], a, metrics.WithServer(ctx), zoneReverse)
 }
 
 // write sends a, with the SOA of zone in the authority section of negative
 // answers.
-func (m *Multicluster) write(w dns.ResponseWriter, r *dns.Msg, zone string, a answer, server string, kind zoneKind) (int, error) {
+func (m *Multicluster) write(w dns.ResponseWriter, r *dns.Msg, zone string, a answer, server string, kind zoneKind) (handled bool, rcode int, err error) {
 	resp := new(dns.Msg)
 	resp.SetRcode(r, a.rcode)
 	resp.Authoritative = true
@@ -245,7 +257,7 @@ func (m *Multicluster) write(w dns.ResponseWriter, r *dns.Msg, zone string, a an
 	}
 	m.counters.request(server, kind, result)
 	w.WriteMsg(resp)
-	return dns.RcodeSuccess, nil
+	return true, dns.RcodeSuccess, nil
 }
 
 // resolve answers any name of a clusterset zone. owner is the query name as
