@@ -2,18 +2,15 @@ package deploy
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +25,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 
 // shippedCorefile returns data.Corefile of the ConfigMap in manifests.
@@ -86,55 +85,19 @@ func localCorefile(t *testing.T, corefile string, p ports, kubeconfig string, wi
 type server struct {
 	addr   string
 	ports  ports
-	log    *syncBuffer
+	log    *harness.Output
 	exited chan struct{}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		// The DNS port is used for UDP too.
-		if u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			u.Close()
-			return port
-		}
-	}
-	t.Fatal("no free port")
-	return 0
 }
 
 // startCoreDNS runs the shipped Corefile, rewritten by localCorefile, and
 // waits until /ready answers 200.
 func startCoreDNS(t *testing.T, kubeconfig string, withKubernetes bool) *server {
 	t.Helper()
-	p := ports{dns: freePort(t), health: freePort(t), ready: freePort(t), metrics: freePort(t)}
+	p := ports{dns: harness.FreePort(t), health: harness.FreePort(t), ready: harness.FreePort(t), metrics: harness.FreePort(t)}
 	corefile := localCorefile(t, shippedCorefile(t), p, kubeconfig, withKubernetes)
 	path := filepath.Join(t.TempDir(), "Corefile")
 	writeFile(t, path, corefile)
-	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", p.dns), ports: p, log: &syncBuffer{}, exited: make(chan struct{})}
+	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", p.dns), ports: p, log: &harness.Output{}, exited: make(chan struct{})}
 	cmd := exec.Command(corednsBinary(t), "-conf", path)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	if err := cmd.Start(); err != nil {

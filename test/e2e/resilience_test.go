@@ -25,6 +25,8 @@ import (
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 
 // The tests in this file need a control plane of their own: without the
@@ -124,7 +126,7 @@ type resilientServer struct {
 // until /ready says 200.
 func startWith(t *testing.T, kubeconfig string) resilientServer {
 	t.Helper()
-	port := freePort(t)
+	port := harness.FreePort(t)
 	s := startServer(t, resilienceCorefile(kubeconfig, port, false), true)
 	return resilientServer{server: s, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port)}
 }
@@ -132,7 +134,7 @@ func startWith(t *testing.T, kubeconfig string) resilientServer {
 // startWithout runs the same server without multicluster.
 func startWithout(t *testing.T, kubeconfig string) *server {
 	t.Helper()
-	return startServer(t, resilienceCorefile(kubeconfig, freePort(t), true), true)
+	return startServer(t, resilienceCorefile(kubeconfig, harness.FreePort(t), true), true)
 }
 
 // metric returns the value of the sample name{labels}, or -1 if absent.
@@ -693,7 +695,7 @@ func TestAPIServerDownAtStart(t *testing.T) {
 		t.Logf("stop kube-apiserver: %v", err)
 	}
 
-	s := startServer(t, resilienceCorefile(c.cp.Kubeconfig, freePort(t), false), false)
+	s := startServer(t, resilienceCorefile(c.cp.Kubeconfig, harness.FreePort(t), false), false)
 	name := "web." + ns + ".svc.clusterset.local."
 	expectRcode(t, s, name, dns.TypeA, 10*time.Second, dns.RcodeServerFailure)
 

@@ -1,17 +1,14 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,30 +16,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 
 // server is a running coredns process.
 type server struct {
 	addr  string // 127.0.0.1:port, UDP and TCP
 	ready string // URL of the ready plugin
-	log   *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	log   *harness.Output
 }
 
 // startServer runs coredns with the Corefile template, in which {{.Port}}
@@ -50,13 +32,13 @@ func (s *syncBuffer) String() string {
 // admin kubeconfig. It waits until /ready says 200 when waitReady is set.
 func startServer(t *testing.T, corefile string, waitReady bool) *server {
 	t.Helper()
-	port, readyPort := freePort(t), freePort(t)
+	port, readyPort := harness.FreePort(t), harness.FreePort(t)
 	corefile = strings.NewReplacer("{{.Port}}", fmt.Sprint(port), "{{.ReadyPort}}", fmt.Sprint(readyPort), "{{.Kubeconfig}}", cp.Kubeconfig).Replace(corefile)
 	path := filepath.Join(t.TempDir(), "Corefile")
 	if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", port), ready: fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort), log: &syncBuffer{}}
+	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", port), ready: fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort), log: &harness.Output{}}
 	cmd := exec.Command(binary, "-conf", path)
 	cmd.Stdout, cmd.Stderr = s.log, s.log
 	if err := cmd.Start(); err != nil {
@@ -122,25 +104,6 @@ func (s *server) query(t *testing.T, proto, name string, qtype uint16) *dns.Msg 
 	}
 	t.Fatalf("query %s %s over %s: %v", name, dns.TypeToString[qtype], proto, lastErr)
 	return nil
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		// The server listens on UDP too: make sure that port is free as well.
-		if u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			u.Close()
-			return port
-		}
-	}
-	t.Fatal("no free port")
-	return 0
 }
 
 // addresses returns the A and AAAA values of an answer, in order.
