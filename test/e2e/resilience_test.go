@@ -250,16 +250,7 @@ func TestDegradedWithoutCRDs(t *testing.T) {
 	without := startWithout(t, c.cp.Kubeconfig)
 
 	clusterset := "db." + ns + ".svc.clusterset.local."
-	expectRcode(t, with.server, clusterset, dns.TypeA, 10*time.Second, dns.RcodeServerFailure)
-	expectServfail(t, with.server, clusterset)
-	expectSameAnswers(t, with.server, without, localQuestions(ns))
-	if got := addresses(with.query(t, "udp", "web."+ns+".svc.cluster.local.", dns.TypeA)); len(got) != 1 || got[0] != svc.Spec.ClusterIP {
-		t.Errorf("local Service: %v, want its ClusterIP %s", got, svc.Spec.ClusterIP)
-	}
-	if !with.isReady() {
-		t.Error("degraded server not ready")
-	}
-	with.expectDegraded(t, "crd", 1)
+	expectDegradedLocalIntact(t, with, without, ns, svc, "crd")
 	expectLoggedOnce(t, with.server, "the ServiceImport CRD (serviceimports.multicluster.x-k8s.io) is not installed, or serves neither v1beta1 nor v1alpha1: apply manifests/crds")
 
 	start := time.Now()
@@ -279,6 +270,25 @@ func TestDegradedWithoutCRDs(t *testing.T) {
 	with.expectDegraded(t, "crd", 0)
 	expectLoggedOnce(t, with.server, "Recovered: crd")
 	expectLoggedOnce(t, with.server, "Watching ServiceImports multicluster.x-k8s.io/v1beta1")
+}
+
+// expectDegradedLocalIntact checks a degraded server next to one without
+// multicluster: db.NS answers SERVFAIL in clusterset.local, cluster.local
+// answers as without the plugin (the local Service web its ClusterIP), the
+// server is ready, and the degraded metric holds reason.
+func expectDegradedLocalIntact(t *testing.T, with resilientServer, without *server, ns string, svc *corev1.Service, reason string) {
+	t.Helper()
+	clusterset := "db." + ns + ".svc.clusterset.local."
+	expectRcode(t, with.server, clusterset, dns.TypeA, 10*time.Second, dns.RcodeServerFailure)
+	expectServfail(t, with.server, clusterset)
+	expectSameAnswers(t, with.server, without, localQuestions(ns))
+	if got := addresses(with.query(t, "udp", "web."+ns+".svc.cluster.local.", dns.TypeA)); len(got) != 1 || got[0] != svc.Spec.ClusterIP {
+		t.Errorf("local Service: %v, want its ClusterIP %s", got, svc.Spec.ClusterIP)
+	}
+	if !with.isReady() {
+		t.Error("degraded server not ready")
+	}
+	with.expectDegraded(t, reason, 1)
 }
 
 // TestDegradedWithoutRBAC runs coredns as a user that may read what the
@@ -305,16 +315,7 @@ func TestDegradedWithoutRBAC(t *testing.T) {
 	without := startWithout(t, kubeconfig)
 
 	clusterset := "db." + ns + ".svc.clusterset.local."
-	expectRcode(t, with.server, clusterset, dns.TypeA, 10*time.Second, dns.RcodeServerFailure)
-	expectServfail(t, with.server, clusterset)
-	expectSameAnswers(t, with.server, without, localQuestions(ns))
-	if got := addresses(with.query(t, "udp", "web."+ns+".svc.cluster.local.", dns.TypeA)); len(got) != 1 || got[0] != svc.Spec.ClusterIP {
-		t.Errorf("local Service: %v, want its ClusterIP %s", got, svc.Spec.ClusterIP)
-	}
-	if !with.isReady() {
-		t.Error("degraded server not ready")
-	}
-	with.expectDegraded(t, "rbac_serviceimports", 1)
+	expectDegradedLocalIntact(t, with, without, ns, svc, "rbac_serviceimports")
 	expectLoggedOnce(t, with.server, "not allowed to list and watch serviceimports: grant the ClusterRole in manifests/rbac")
 
 	// Stay refused for 30 s on purpose: by then client-go's own backoff
