@@ -44,7 +44,9 @@ func (k zoneKind) String() string {
 // a small stack, so the frames under the next plugin are its cost: when the
 // lookups of the kubernetes plugin, deep below, cross a stack-size boundary
 // the runtime copies the whole stack on every query. Passing from here, after
-// serve has returned, leaves just this small frame under the next plugin.
+// serve has returned, leaves just this small frame under the next plugin, and
+// reserveStack grows the stack here, where a copy is cheap, to the size the
+// rest of the chain needs (see stack.go).
 //
 // plugin.NextOrFailure would also wrap the writer to track which plugin
 // writes the answer, one allocation per query; but only the tracker nearest
@@ -55,6 +57,7 @@ func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 	if handled, rcode, err := m.serve(ctx, w, r); handled {
 		return rcode, err
 	}
+	reserveStack(0)
 	if m.Next == nil || ot.SpanFromContext(ctx) != nil {
 		return plugin.NextOrFailure(m.Name(), m.Next, ctx, w, r)
 	}
