@@ -163,7 +163,7 @@ func BenchmarkPTR(b *testing.B) { benchmarkQuery(b, "1.0.42.10.in-addr.arpa.", d
 // ready endpoints in two clusters.
 func BenchmarkHeadless100A(b *testing.B) {
 	m := benchPlugin(b)
-	spec, err := newImportSpec(importFields{namespace: "ns1", name: "db", typ: "Headless", ports: []portFields{{name: "pg", port: 5432}}})
+	spec, _, err := newImportSpec(importFields{namespace: "ns1", name: "db", typ: "Headless", ports: []portFields{{name: "pg", port: 5432}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func BenchmarkHeadless100A(b *testing.B) {
 		for i := range 50 {
 			eps = append(eps, ep(fmt.Sprintf("10.%d.0.%d", c+1, i+1), fmt.Sprintf("db-%d", i), nil))
 		}
-		slice, err := newSliceSpec(&discovery.EndpointSlice{
+		slice, _, err := newSliceSpec(&discovery.EndpointSlice{
 			ObjectMeta:  meta.ObjectMeta{Namespace: "ns1", Name: "db-" + cluster, Labels: map[string]string{labelServiceName: "db", labelSourceCluster: cluster}},
 			AddressType: discovery.AddressTypeIPv4,
 			Endpoints:   eps,

@@ -28,7 +28,7 @@ func FuzzObjects(f *testing.F) {
 		m, _ := newTestPlugin(t, nil, fakeLocal{})
 		m.Next = &countingNext{}
 
-		imp, err := newImportSpec(importFields{namespace: ns, name: name, typ: typ, ips: []string{ip1, ip2},
+		imp, _, err := newImportSpec(importFields{namespace: ns, name: name, typ: typ, ips: []string{ip1, ip2},
 			ports: []portFields{{name: portName, protocol: protocol, port: port}}})
 		if err == nil {
 			checkImportSpec(t, imp)
@@ -42,7 +42,7 @@ func FuzzObjects(f *testing.F) {
 			Endpoints:   []discovery.Endpoint{{Addresses: []string{addr, ip1}, Hostname: &host, Conditions: discovery.EndpointConditions{Ready: &ready}}},
 			Ports:       []discovery.EndpointPort{{Name: &portName, Protocol: &proto, Port: &p}},
 		}
-		if slice, err := newSliceSpec(es); err == nil {
+		if slice, _, err := newSliceSpec(es); err == nil {
 			for _, e := range slice.endpoints {
 				if (len(e.ip) == net4) == e.v6 || e.host == "" || e.cluster == "" {
 					t.Fatalf("endpoint %+v from %v", e, es)

@@ -56,7 +56,7 @@ func newTestPlugin(t testing.TB, imports []importDef, local fakeLocal) (*Multicl
 	next := &nextHandler{}
 	m.Next = next
 	for _, d := range imports {
-		spec, err := newImportSpec(importFields{namespace: d.ns, name: d.name, typ: d.typ, ips: d.ips, ports: d.ports})
+		spec, _, err := newImportSpec(importFields{namespace: d.ns, name: d.name, typ: d.typ, ips: d.ips, ports: d.ports})
 		if err != nil {
 			t.Fatalf("import %s/%s: %v", d.ns, d.name, err)
 		}

@@ -13,7 +13,7 @@ import (
 func addSlice(t *testing.T, m *Multicluster, ns, svc, cluster, name string, family discovery.AddressType, endpoints ...discovery.Endpoint) {
 	t.Helper()
 	port, proto, pname := int32(5432), "TCP", "pg"
-	spec, err := newSliceSpec(&discovery.EndpointSlice{
+	spec, _, err := newSliceSpec(&discovery.EndpointSlice{
 		ObjectMeta:  meta.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{labelServiceName: svc, labelSourceCluster: cluster}},
 		AddressType: family,
 		Endpoints:   endpoints,
@@ -101,7 +101,7 @@ func TestHeadlessSliceChanges(t *testing.T) {
 func TestServePTR(t *testing.T) {
 	m := headlessPlugin(t)
 	for _, d := range testImports {
-		spec, err := newImportSpec(importFields{namespace: d.ns, name: d.name, typ: d.typ, ips: d.ips, ports: d.ports})
+		spec, _, err := newImportSpec(importFields{namespace: d.ns, name: d.name, typ: d.typ, ips: d.ips, ports: d.ports})
 		if err != nil {
 			t.Fatal(err)
 		}

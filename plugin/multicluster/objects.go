@@ -25,15 +25,15 @@ const (
 // importSpec is a ServiceImport reduced to what DNS needs; v1alpha1 and
 // v1beta1 objects reduce to the same thing. Informers store it in place of the
 // full object, so the cache holds only this. Parts that fail validation are
-// dropped and described in problems.
+// dropped, and the conversion reports them beside the spec, which does not
+// keep them.
+//
+// Its fields are those of the view a ClusterSetIP import answers from, so
+// that view is the spec itself: one allocation per import, not two.
 type importSpec struct {
 	*object.Empty
-	key             serviceKey
+	view            // key, headless, ipv4, ipv6, ports; endpoints stay empty
 	resourceVersion string
-	headless        bool
-	ipv4, ipv6      []net.IP
-	ports           []servicePort
-	problems        []string
 }
 
 // sliceSpec is a multicluster EndpointSlice reduced to its ready endpoints.
@@ -45,7 +45,6 @@ type sliceSpec struct {
 	cluster         string
 	ports           []servicePort
 	endpoints       []endpoint
-	problems        []string
 }
 
 // importFields is the part of a ServiceImport, in any version, that DNS reads.
@@ -78,33 +77,33 @@ func importFromV1alpha1(si *mcsv1alpha1.ServiceImport) importFields {
 }
 
 // newImportSpec validates f. It fails only when the object cannot be named in
-// DNS at all; anything smaller is dropped and recorded in problems.
-func newImportSpec(f importFields) (*importSpec, error) {
+// DNS at all; anything smaller is dropped and described in problems.
+func newImportSpec(f importFields) (s *importSpec, problems []string, err error) {
 	if errs := validation.IsDNS1123Label(f.namespace); len(errs) > 0 {
-		return nil, fmt.Errorf("namespace %q is not a DNS label: %s", f.namespace, strings.Join(errs, "; "))
+		return nil, nil, fmt.Errorf("namespace %q is not a DNS label: %s", f.namespace, strings.Join(errs, "; "))
 	}
 	if errs := validation.IsDNS1123Label(f.name); len(errs) > 0 {
-		return nil, fmt.Errorf("name %q is not a DNS label: %s", f.name, strings.Join(errs, "; "))
+		return nil, nil, fmt.Errorf("name %q is not a DNS label: %s", f.name, strings.Join(errs, "; "))
 	}
-	s := &importSpec{key: serviceKey{namespace: f.namespace, name: f.name}, resourceVersion: f.resourceVersion}
+	s = &importSpec{view: view{key: serviceKey{namespace: f.namespace, name: f.name}}, resourceVersion: f.resourceVersion}
 	switch f.typ {
 	case string(mcsv1beta1.Headless):
 		s.headless = true
 		if len(f.ips) > 0 {
-			s.problems = append(s.problems, "headless import has spec.ips; ignored")
+			problems = append(problems, "headless import has spec.ips; ignored")
 		}
 	case string(mcsv1beta1.ClusterSetIP):
-		s.ipv4, s.ipv6, s.problems = parseClusterSetIPs(f.ips)
+		s.ipv4, s.ipv6, problems = parseClusterSetIPs(f.ips)
 	case "":
 		// The CRD requires a type; an object that lacks one is most likely a
 		// ClusterSetIP import written by an old controller.
-		s.ipv4, s.ipv6, s.problems = parseClusterSetIPs(f.ips)
-		s.problems = append(s.problems, "spec.type is empty; treated as ClusterSetIP")
+		s.ipv4, s.ipv6, problems = parseClusterSetIPs(f.ips)
+		problems = append(problems, "spec.type is empty; treated as ClusterSetIP")
 	default:
-		return nil, fmt.Errorf("unknown spec.type %q", f.typ)
+		return nil, nil, fmt.Errorf("unknown spec.type %q", f.typ)
 	}
-	s.ports, s.problems = appendPorts(nil, f.ports, s.problems)
-	return s, nil
+	s.ports, problems = appendPorts(nil, f.ports, problems)
+	return s, problems, nil
 }
 
 // parseClusterSetIPs keeps at most one address of each family, as a
@@ -164,19 +163,19 @@ func appendPorts(dst []servicePort, ports []portFields, problems []string) ([]se
 }
 
 // newSliceSpec reduces a multicluster EndpointSlice to its ready endpoints.
-func newSliceSpec(es *discovery.EndpointSlice) (*sliceSpec, error) {
+func newSliceSpec(es *discovery.EndpointSlice) (s *sliceSpec, problems []string, err error) {
 	svc := es.Labels[labelServiceName]
 	if errs := validation.IsDNS1123Label(svc); len(errs) > 0 {
-		return nil, fmt.Errorf("label %s=%q is not a service name", labelServiceName, svc)
+		return nil, nil, fmt.Errorf("label %s=%q is not a service name", labelServiceName, svc)
 	}
 	cluster := strings.ToLower(es.Labels[labelSourceCluster])
 	if cluster == "" {
-		return nil, fmt.Errorf("no %s label: its endpoints cannot be named", labelSourceCluster)
+		return nil, nil, fmt.Errorf("no %s label: its endpoints cannot be named", labelSourceCluster)
 	}
 	if errs := validation.IsDNS1123Subdomain(cluster); len(errs) > 0 {
-		return nil, fmt.Errorf("label %s=%q is not a DNS name: %s", labelSourceCluster, cluster, strings.Join(errs, "; "))
+		return nil, nil, fmt.Errorf("label %s=%q is not a DNS name: %s", labelSourceCluster, cluster, strings.Join(errs, "; "))
 	}
-	s := &sliceSpec{
+	s = &sliceSpec{
 		key:             serviceKey{namespace: es.Namespace, name: svc},
 		name:            es.Name,
 		resourceVersion: es.ResourceVersion,
@@ -196,7 +195,7 @@ func newSliceSpec(es *discovery.EndpointSlice) (*sliceSpec, error) {
 		}
 		ports = append(ports, f)
 	}
-	s.ports, s.problems = appendPorts(nil, ports, nil)
+	s.ports, problems = appendPorts(nil, ports, nil)
 
 	family := es.AddressType
 	for _, e := range es.Endpoints {
@@ -207,19 +206,19 @@ func newSliceSpec(es *discovery.EndpointSlice) (*sliceSpec, error) {
 		if e.Hostname != nil {
 			hostname = strings.ToLower(*e.Hostname)
 			if len(validation.IsDNS1123Label(hostname)) > 0 {
-				s.problems = append(s.problems, fmt.Sprintf("hostname %q is not a DNS label; addresses named instead", *e.Hostname))
+				problems = append(problems, fmt.Sprintf("hostname %q is not a DNS label; addresses named instead", *e.Hostname))
 				hostname = ""
 			}
 		}
 		for _, a := range e.Addresses {
 			ip := net.ParseIP(a)
 			if ip == nil {
-				s.problems = append(s.problems, fmt.Sprintf("endpoint address %q is not an IP address; skipped", a))
+				problems = append(problems, fmt.Sprintf("endpoint address %q is not an IP address; skipped", a))
 				continue
 			}
 			v6 := ip.To4() == nil
 			if (family == discovery.AddressTypeIPv4 && v6) || (family == discovery.AddressTypeIPv6 && !v6) {
-				s.problems = append(s.problems, fmt.Sprintf("endpoint address %s does not match addressType %s; skipped", a, family))
+				problems = append(problems, fmt.Sprintf("endpoint address %s does not match addressType %s; skipped", a, family))
 				continue
 			}
 			if !v6 {
@@ -232,7 +231,7 @@ func newSliceSpec(es *discovery.EndpointSlice) (*sliceSpec, error) {
 			s.endpoints = append(s.endpoints, endpoint{host: host, cluster: cluster, ip: ip, v6: v6})
 		}
 	}
-	return s, nil
+	return s, problems, nil
 }
 
 // dashedIP names an endpoint without a hostname after its address, as the
@@ -244,11 +243,10 @@ func dashedIP(ip string) string {
 // newView builds the view of a service from its import and, for a headless
 // import, the slices of every cluster. imp must not be nil.
 func newView(imp *importSpec, slicesOf map[string]*sliceSpec) *view {
-	v := &view{key: imp.key, headless: imp.headless}
 	if !imp.headless {
-		v.ipv4, v.ipv6, v.ports = imp.ipv4, imp.ipv6, imp.ports
-		return v
+		return &imp.view // specs are immutable, as views are
 	}
+	v := &view{key: imp.key, headless: true}
 	// A headless import's ports come from its slices (each cluster exports
 	// the same Service, so they agree); the import's ports are the fallback.
 	for _, s := range slicesOf {

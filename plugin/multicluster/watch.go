@@ -264,7 +264,7 @@ func toImportSpec(obj meta.Object) (meta.Object, error) {
 	default:
 		return nil, fmt.Errorf("unexpected object %T", obj)
 	}
-	return newImportSpec(f)
+	return reported(newImportSpec(f))
 }
 
 func toSliceSpec(obj meta.Object) (meta.Object, error) {
@@ -272,7 +272,26 @@ func toSliceSpec(obj meta.Object) (meta.Object, error) {
 	if !ok {
 		return nil, fmt.Errorf("unexpected object %T", obj)
 	}
-	return newSliceSpec(es)
+	return reported(newSliceSpec(es))
+}
+
+// withProblems carries the problems of a conversion to the informer, which
+// logs them and stores the object alone.
+type withProblems struct {
+	meta.Object
+	problems []string
+}
+
+// reported returns what a conversion returns to the informer: the object,
+// wrapped with its problems if it has any.
+func reported[T meta.Object](obj T, problems []string, err error) (meta.Object, error) {
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 {
+		return &withProblems{Object: obj, problems: problems}, nil
+	}
+	return obj, nil
 }
 
 func toService(obj meta.Object) (meta.Object, error) { return object.ToService(obj) }
@@ -297,12 +316,6 @@ func sliceHandler(s *sources) *handler {
 		delete: func(o meta.Object) { s.deleteSlice(o.GetNamespace(), o.GetName()) },
 	}
 }
-
-// problemReporter is implemented by specs that dropped malformed parts.
-type problemReporter interface{ takeProblems() []string }
-
-func (s *importSpec) takeProblems() []string { p := s.problems; s.problems = nil; return p }
-func (s *sliceSpec) takeProblems() []string  { p := s.problems; s.problems = nil; return p }
 
 // newInformer returns a store of converted objects and the controller that
 // fills it. Unlike a plain informer it logs an object that fails conversion
@@ -346,9 +359,10 @@ func newInformer(kind string, lw *cache.ListWatch, client any, objType runtime.O
 					continue
 				}
 				delete(skipped, key)
-				if p, ok := out.(problemReporter); ok {
-					if problems := p.takeProblems(); len(problems) > 0 && !sameVersion {
-						log.Warningf("%s %s/%s (resourceVersion %s): %s", kind, in.GetNamespace(), in.GetName(), in.GetResourceVersion(), strings.Join(problems, "; "))
+				if p, ok := out.(*withProblems); ok {
+					out = p.Object
+					if !sameVersion {
+						log.Warningf("%s %s/%s (resourceVersion %s): %s", kind, in.GetNamespace(), in.GetName(), in.GetResourceVersion(), strings.Join(p.problems, "; "))
 						malformedTotal.WithLabelValues(metricKind).Inc()
 					}
 				}
