@@ -264,13 +264,13 @@ func (b *bench) throughput(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := b.c.createServices(ctx, nsLocal, "svc", 0, n); err != nil {
+	if err := b.c.createServices(ctx, nsLocal, "svc", 0, n, false); err != nil {
 		return err
 	}
 	if err := b.c.createImports(ctx, nsImports, "imp", 0, n); err != nil {
 		return err
 	}
-	if err := b.c.createServices(ctx, nsShadow, "sh", 0, n); err != nil {
+	if err := b.c.createServices(ctx, nsShadow, "sh", 0, n, false); err != nil {
 		return err
 	}
 	if err := b.c.createImports(ctx, nsShadow, "sh", 0, n); err != nil {
@@ -364,6 +364,7 @@ func (b *bench) throughput(ctx context.Context) error {
 		}{
 			{"without multicluster, cluster.local A of local Services", without, "local"},
 			{"with multicluster, cluster.local A of local Services", with, "local"},
+			{"with multicluster, cluster.local A of local Services that also have an import", with, "shadow"},
 			{"with multicluster, clusterset.local A", with, "clusterset"},
 		} {
 			b.phase("CPU profile " + p.title)
@@ -513,7 +514,39 @@ func (b *bench) cpuProfile(ctx context.Context, g loadgen, s *server, queries, t
 	if len(cum) > 0 {
 		top += "\n\ncumulative: " + strings.Join(cum, ", ")
 	}
+	// Where the stack copies happen: the function whose call needed more
+	// stack, with its share of the time spent growing stacks.
+	out, err = exec.CommandContext(ctx, "go", "tool", "pprof", "-peek", `^runtime\.newstack$`, b.cfg.coredns, path).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go tool pprof: %v:\n%s", err, out)
+	}
+	if growth := stackGrowthCallers(string(out)); len(growth) > 0 {
+		top += "\nstack growth (runtime.newstack) by the function that needed more stack: " + strings.Join(growth, ", ")
+	}
 	return top, nil
+}
+
+// stackGrowthCallers reads `go tool pprof -peek runtime.newstack` output and
+// returns its callers with their shares, as "function share".
+func stackGrowthCallers(peek string) []string {
+	var callers []string
+	for _, line := range strings.Split(peek, "\n") {
+		before, fn, ok := strings.Cut(line, "|")
+		if !ok {
+			continue
+		}
+		fn = strings.TrimSpace(fn)
+		f := strings.Fields(before)
+		switch {
+		case fn == "runtime.newstack":
+			return callers // the callers come before the function itself
+		case len(f) == 2 && strings.HasSuffix(f[1], "%") && fn != "" && !strings.Contains(fn, " "):
+			callers = append(callers, fn+" "+f[1])
+		default:
+			callers = nil // a header or another function's block
+		}
+	}
+	return nil
 }
 
 // cumFunctions are the functions whose cumulative share of a CPU profile the
@@ -540,8 +573,8 @@ func (b *bench) objects(ctx context.Context, from, to int) error {
 		}
 	}
 	began := time.Now()
-	status("creating Services %d..%d in %s", from, to, nsBigSvc)
-	if err := b.c.createServices(ctx, nsBigSvc, "svc", from, to); err != nil {
+	status("creating headless Services %d..%d in %s", from, to, nsBigSvc)
+	if err := b.c.createServices(ctx, nsBigSvc, "svc", from, to, true); err != nil {
 		return err
 	}
 	status("creating imports %d..%d in %s", from, to, nsBigImp)
@@ -572,6 +605,12 @@ func (b *bench) memory(ctx context.Context, size, runs int) error {
 				return err
 			}
 			rss, heap, err := s.settledMemory(ctx, 30*time.Second)
+			if err == nil && r == 0 && size == b.cfg.big && b.cfg.profileDir != "" {
+				// What the memory is made of, for go tool pprof -sample_index=inuse_space.
+				if err = os.MkdirAll(b.cfg.profileDir, 0o755); err == nil {
+					err = s.heapProfile(ctx, filepath.Join(b.cfg.profileDir, fmt.Sprintf("heap-%s-%d.pprof", kind.name, size)))
+				}
+			}
 			serr := s.stop()
 			if err != nil {
 				return err

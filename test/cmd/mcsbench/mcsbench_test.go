@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -89,5 +90,29 @@ func TestImportIPDistinct(t *testing.T) {
 			t.Fatalf("importIP(%d) = importIP(%d) = %s", i, j, ip)
 		}
 		seen[ip] = i
+	}
+}
+
+func TestStackGrowthCallers(t *testing.T) {
+	peek := `File: coredns
+Type: cpu
+Showing nodes accounting for 9.94s, 100% of 9.94s total
+----------------------------------------------------------+-------------
+      flat  flat%   sum%        cum   cum%   calls calls% + context 	 	 
+----------------------------------------------------------+-------------
+                                             0.56s 56.00% |   github.com/miekg/dns.UnpackDomainName
+                                             0.44s 44.00% |   github.com/coredns-mcs/coredns-mcs/plugin/multicluster.reserveStack
+         0     0%     0%         1s 10.10%                | runtime.newstack
+                                             0.83s 83.00% |   runtime.copystack
+                                             0.15s 15.00% |   runtime.funcMaxSPDelta
+----------------------------------------------------------+-------------
+`
+	got := stackGrowthCallers(peek)
+	want := []string{"github.com/miekg/dns.UnpackDomainName 56.00%", "github.com/coredns-mcs/coredns-mcs/plugin/multicluster.reserveStack 44.00%"}
+	if !slices.Equal(got, want) {
+		t.Errorf("stackGrowthCallers = %q, want %q", got, want)
+	}
+	if got := stackGrowthCallers("no profile here"); got != nil {
+		t.Errorf("stackGrowthCallers of nothing = %q, want nil", got)
 	}
 }

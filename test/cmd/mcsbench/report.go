@@ -207,12 +207,19 @@ func (r *results) writeThroughput(p func(string, ...any)) {
 func (r *results) writeMemory(p func(string, ...any)) {
 	c := r.cfg
 	p("## Memory and start-up\n\n")
-	p("Services in `%s` (ClusterIP, addresses allocated by the API server) and as many ClusterSetIP ServiceImports in `%s`. ", nsBigSvc, nsBigImp)
+	p("Headless Services in `%s` (clusterIP None, no selector) and as many ClusterSetIP ServiceImports in `%s`. ", nsBigSvc, nsBigImp)
+	p("The Services are headless because the API server cannot create tens of thousands of ClusterIP Services in reasonable time: ")
+	p("after each address it allocates it counts all allocated addresses again (for its metrics), so creation slowed to about 23 Services/s at 15,000 here. ")
+	p("To the kubernetes plugin a headless Service is the same object, with \"None\" for its address. ")
 	p("Each server starts alone, not pinned, with the Corefile of the throughput section (\"without\" has only *kubernetes*, \"with\" adds *multicluster*). ")
 	p("Start-up is the time from the fork to the first 200 of `/ready` (polled every 5 ms). ")
 	p("Then a GC is forced (`/debug/pprof/heap?gc=1`), VmRSS (`/proc/PID/status`) is polled every 500 ms until it stays within 1%% for 3 s (at most 30 s), ")
 	p("and \"live heap\" is `HeapAlloc` right after a second forced GC. ")
-	p("With %d objects each server starts %d times, alternating; the summary uses medians.\n\n", c.big, c.startupRuns)
+	p("With %d objects each server starts %d times, alternating; the summary uses medians.", c.big, c.startupRuns)
+	if c.profileDir != "" {
+		p(" The heap profiles of the first of those runs are kept as `%s/heap-without-%d.pprof` and `heap-with-%d.pprof`.", c.profileDir, c.big, c.big)
+	}
+	p("\n\n")
 	p("| Services + imports | server | start-up | VmRSS (MiB) | live heap (MiB) |\n|---|---|---|---|---|\n")
 	for _, m := range r.memory {
 		p("| %d + %d | %s | %s | %.1f | %.1f |\n", m.size, m.size, serverName(m.with), ms(m.startup), mib(m.rss), mib(m.heap))
@@ -325,7 +332,9 @@ func (r *results) writeProfiles(p func(string, ...any)) {
 	p("10 s CPU profiles (`/debug/pprof/profile?seconds=10` of the *pprof* plugin) of the throughput servers while dnsperf loads them, `go tool pprof -top -nodecount=25`, ")
 	p("followed by the cumulative shares of a few functions (from `-top -cum`). ")
 	p("CoreDNS serves every UDP query on a new goroutine, whose stack starts small and is copied to a larger one when a call chain needs more (`runtime.newstack`, `runtime.copystack`). ")
-	p("One more plugin frame on the path of every query can cost one more such copy per query; the Go benchmarks cannot show that, as their goroutine keeps its grown stack.\n\n")
+	p("One more plugin frame on the path of every query can cost one more such copy per query; the Go benchmarks cannot show that, as their goroutine keeps its grown stack. ")
+	p("So *multicluster* grows the stack itself before it passes a query on (`multicluster.reserveStack`), near the top of the stack where a copy walks few frames, to the size the rest of the chain needs. ")
+	p("The \"stack growth\" line under each profile (from `-peek runtime.newstack`) names the functions whose calls made the stack grow.\n\n")
 	if r.cfg.profileDir != "" {
 		p("The profiles are kept as `%s/cpu-1.pprof` ... `cpu-%d.pprof` (in this order) for `go tool pprof`.\n\n", r.cfg.profileDir, len(r.profiles))
 	}

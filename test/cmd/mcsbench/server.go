@@ -268,6 +268,16 @@ func (s *server) profile(ctx context.Context, d time.Duration, path string) erro
 	return os.WriteFile(path, body, 0o600)
 }
 
+// heapProfile saves the server's heap profile (live objects as of the last
+// GC) to path.
+func (s *server) heapProfile(ctx context.Context, path string) error {
+	body, err := httpGet(ctx, s.pprofURL+"/heap", 30*time.Second)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, body, 0o600)
+}
+
 func httpGet(ctx context.Context, url string, timeout time.Duration) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
