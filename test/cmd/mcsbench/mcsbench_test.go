@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -114,5 +115,30 @@ Showing nodes accounting for 9.94s, 100% of 9.94s total
 	}
 	if got := stackGrowthCallers("no profile here"); got != nil {
 		t.Errorf("stackGrowthCallers of nothing = %q, want nil", got)
+	}
+}
+
+func TestSummaryVerdicts(t *testing.T) {
+	const mib = 1 << 20
+	r := &results{cfg: config{n: 1000, mid: 10000, big: 50000, rounds: 1, round: time.Second}}
+	r.propagation = []propagation{{delay: 3 * time.Millisecond}, {delay: 5 * time.Millisecond}}
+	r.memory = []memRow{
+		{with: false, size: 0, rss: 60 * mib, heap: 4 * mib},
+		{with: true, size: 0, rss: 61 * mib, heap: 4 * mib},
+		{with: false, size: 10000, rss: 80 * mib, heap: 13 * mib},
+		{with: true, size: 10000, rss: 90 * mib, heap: 21 * mib}, // 8 MiB more for 10,000 imports: under 9 MiB per 10,000 Services
+		{with: false, size: 50000, rss: 180 * mib, heap: 47 * mib},
+		{with: true, size: 50000, rss: 260 * mib, heap: 95 * mib, startup: 40 * time.Second}, // 48 MiB more: over 43
+	}
+	md := r.markdown()
+	for _, want := range []string{
+		"p99 < 200 ms: met",
+		"< 30 s: **missed**",
+		"0 to 10000: kubernetes plugin per 1000 Services; multicluster's extra per 1000 ServiceImports (VmRSS / live heap) | 2048 KiB / 922 KiB; 922 KiB / 819 KiB | live heap per 1000 imports <= per 1000 Services: met",
+		"0 to 50000: kubernetes plugin per 1000 Services; multicluster's extra per 1000 ServiceImports (VmRSS / live heap) | 2458 KiB / 881 KiB; 1618 KiB / 983 KiB | live heap per 1000 imports <= per 1000 Services: **missed**",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("summary lacks %q", want)
+		}
 	}
 }
