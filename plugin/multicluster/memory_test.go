@@ -42,11 +42,6 @@ func importList(n int) *mcsv1beta1.ServiceImportList {
 	return list
 }
 
-// listOnly tells the reflector to list, not to stream initial events.
-type listOnly struct{}
-
-func (listOnly) IsWatchListSemanticsUnSupported() bool { return true }
-
 // retainedPerImport runs the plugin's ServiceImport informer (store,
 // sources, index) over a list of n imports and returns the bytes of heap it
 // keeps per import once synced, with the list itself released.
@@ -68,7 +63,7 @@ func retainedPerImport(tb testing.TB, n int) float64 {
 			return watch.NewFake(), nil
 		},
 	}
-	_, ctrl := newInformer(kindServiceImport, lw, listOnly{}, &mcsv1beta1.ServiceImport{}, toImportSpec, func(error) {}, time.Second, importHandler(s))
+	_, ctrl := newInformer(kindServiceImport, lw, &mcsv1beta1.ServiceImport{}, toImportSpec, func(error) {}, time.Second, importHandler(s))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go ctrl.RunWithContext(ctx)

@@ -79,7 +79,7 @@ func fakeClients() (*kubefake.Clientset, *mcsfake.Clientset) {
 // for them to sync; synced is closed when they have.
 func runWatcher(t *testing.T, m *Multicluster, kube *kubefake.Clientset, mcs *mcsfake.Clientset) (synced chan struct{}) {
 	t.Helper()
-	w := &watcher{kube: kube, mcs: noWatchList{mcs}, sources: m.sources, retry: 10 * time.Millisecond,
+	w := &watcher{kube: kube, mcs: mcs, sources: m.sources, retry: 10 * time.Millisecond,
 		health: newHealth(func(r *string) { m.degraded.Store(r) })}
 	synced = make(chan struct{})
 	w.start(func() { m.synced.Store(true); close(synced) })
@@ -275,7 +275,7 @@ func (s *scriptedListWatch) nextWatch(t *testing.T) *watch.FakeWatcher {
 func runScriptedInformer(t *testing.T, kind string, lw *scriptedListWatch, objType runtime.Object, convert func(meta.Object) (meta.Object, error), h *handler) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	_, ctrl := newInformer(kind, lw.listWatch(), noWatchList{}, objType, convert, func(error) {}, 10*time.Millisecond, h)
+	_, ctrl := newInformer(kind, lw.listWatch(), objType, convert, func(error) {}, 10*time.Millisecond, h)
 	done := make(chan struct{})
 	go func() { ctrl.RunWithContext(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })

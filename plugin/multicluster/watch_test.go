@@ -10,8 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsfake "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned/fake"
 )
@@ -31,7 +34,7 @@ func startFakeWatcher(t *testing.T, namespaces ...string) (*Multicluster, *kubef
 	for _, ns := range namespaces {
 		m.namespaces[ns] = struct{}{}
 	}
-	w := &watcher{kube: kube, mcs: noWatchList{mcs}, namespaces: namespaces, sources: m.sources, ownServices: true, retry: 10 * time.Millisecond,
+	w := &watcher{kube: kube, mcs: mcs, namespaces: namespaces, sources: m.sources, ownServices: true, retry: 10 * time.Millisecond,
 		health: newHealth(func(r *string) { m.degraded.Store(r) })}
 	synced := make(chan struct{})
 	w.start(func() { m.synced.Store(true); close(synced) })
@@ -46,11 +49,36 @@ func startFakeWatcher(t *testing.T, namespaces ...string) (*Multicluster, *kubef
 	return m, kube, mcs
 }
 
-// noWatchList tells the reflector that the generated fake clientset cannot
-// stream initial events, as client-go's own fakes say of themselves.
-type noWatchList struct{ *mcsfake.Clientset }
-
-func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+// TestInformersListThenWatch: the informers list, then watch; they never ask
+// the API server to stream the initial objects (see listThenWatch).
+func TestInformersListThenWatch(t *testing.T) {
+	lists := make(chan struct{}, 10)
+	streamed := make(chan meta.ListOptions, 10)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(context.Context, meta.ListOptions) (runtime.Object, error) {
+			lists <- struct{}{}
+			return &mcsv1beta1.ServiceImportList{ListMeta: meta.ListMeta{ResourceVersion: "1"}}, nil
+		},
+		WatchFuncWithContext: func(_ context.Context, o meta.ListOptions) (watch.Interface, error) {
+			if o.SendInitialEvents != nil && *o.SendInitialEvents {
+				streamed <- o
+			}
+			return watch.NewFake(), nil
+		},
+	}
+	_, ctrl := newInformer(kindServiceImport, lw, &mcsv1beta1.ServiceImport{}, toImportSpec, func(error) {}, time.Second, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go ctrl.RunWithContext(ctx)
+	select {
+	case <-lists:
+	case o := <-streamed:
+		t.Fatalf("the informer asked for a stream of initial events (%+v)", o)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the informer neither listed nor streamed in 10 s")
+	}
+	eventually(t, "the informer to sync", ctrl.HasSynced)
+}
 
 // eventually polls cond for up to 5 s.
 func eventually(t *testing.T, what string, cond func() bool) {
@@ -220,7 +248,7 @@ func TestWatchHeadlessSlices(t *testing.T) {
 func TestWatchDegradedUntilCRD(t *testing.T) {
 	kube := kubefake.NewClientset() // its discovery serves no multicluster.x-k8s.io
 	m := New()
-	w := &watcher{kube: kube, mcs: noWatchList{mcsfake.NewSimpleClientset()}, sources: m.sources, retry: 10 * time.Millisecond,
+	w := &watcher{kube: kube, mcs: mcsfake.NewSimpleClientset(), sources: m.sources, retry: 10 * time.Millisecond,
 		health: newHealth(func(r *string) { m.degraded.Store(r) })}
 	synced := make(chan struct{})
 	w.start(func() { m.synced.Store(true); close(synced) })
