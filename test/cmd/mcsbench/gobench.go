@@ -34,13 +34,17 @@ func (g goBench) nsPerOp(name string) (float64, bool) {
 	return median(xs), len(xs) > 0
 }
 
-// runGoBench runs the Go benchmarks of pkg from the repository root.
-func runGoBench(ctx context.Context, root, pkg string, count int) goBench {
-	args := []string{"test", "-run", "^$", "-bench", ".", "-benchmem", "-count", strconv.Itoa(count), pkg}
-	g := goBench{pkg: pkg, cmd: "go " + strings.Join(quoteArgs(args), " ")}
+// runGoBench runs the Go benchmarks of pkg from the repository root, pinned
+// to cpus with taskset when cpus is set (then GOMAXPROCS is 1).
+func runGoBench(ctx context.Context, root, pkg string, count int, cpus string) goBench {
+	argv := []string{"go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-count", strconv.Itoa(count), pkg}
+	if cpus != "" {
+		argv = append([]string{"taskset", "-c", cpus}, argv...)
+	}
+	g := goBench{pkg: pkg, cmd: strings.Join(quoteArgs(argv), " ")}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = root
 	cmd.SysProcAttr = childAttr()
 	out, err := cmd.CombinedOutput()

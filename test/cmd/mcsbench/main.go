@@ -83,7 +83,7 @@ func run() error {
 	flag.IntVar(&c.benchCount, "gobench-count", 3, "-count for the Go benchmarks")
 	flag.BoolVar(&c.profile, "profile", true, "take CPU profiles of coredns under load")
 	flag.StringVar(&c.profileDir, "profile-dir", "build/bench-profiles", "keep the CPU profiles in `DIR` (empty: discard them)")
-	flag.BoolVar(&c.pin, "pin", true, "pin coredns to CPU 0 and dnsperf to CPU 1 during throughput rounds")
+	flag.BoolVar(&c.pin, "pin", true, "pin coredns to CPU 0 and dnsperf to CPU 1 during throughput rounds, and the Go benchmarks to CPU 1")
 	flag.DurationVar(&c.timeout, "timeout", 45*time.Minute, "give up after this long")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -171,7 +171,11 @@ func (b *bench) run(ctx context.Context) error {
 		for _, pkg := range []string{"github.com/coredns/coredns/plugin/kubernetes", "./plugin/multicluster/"} {
 			status("go benchmarks of %s", pkg)
 			b.phase("Go benchmarks " + pkg)
-			g := runGoBench(ctx, b.root, pkg, b.cfg.benchCount)
+			cpus := ""
+			if b.cfg.pin {
+				cpus = "1" // one quiet CPU, as dnsperf's
+			}
+			g := runGoBench(ctx, b.root, pkg, b.cfg.benchCount, cpus)
 			b.res.goBenches = append(b.res.goBenches, g)
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -303,7 +303,7 @@ func (r *results) writeGoBench(p func(string, ...any)) {
 		return
 	}
 	p("## Go benchmarks\n\n")
-	p("Run last, after the API server and every coredns have stopped. The kubernetes plugin's are CoreDNS v1.15.0's own, from the module cache.\n\n")
+	p("Run last, after the API server and every coredns have stopped, pinned to one CPU when the throughput rounds are (the commands below say). The kubernetes plugin's are CoreDNS v1.15.0's own, from the module cache.\n\n")
 	var kube, ours *goBench
 	for i := range r.goBenches {
 		g := &r.goBenches[i]
