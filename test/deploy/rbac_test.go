@@ -257,28 +257,26 @@ func waitAllowed(ctx context.Context, t *testing.T, kube kubernetes.Interface, g
 // its rules, the plugin is degraded (SERVFAIL, still ready, a log line and
 // the degraded metric say why).
 //
-// It does so against two API servers. client-go informers first ask for a
-// streaming list (a watch with initial events, the WatchList feature, on by
-// default in the API server under test) and fall back to list and watch
-// where the server does not offer it, as older ones do not. With streaming
-// lists the list verb goes unused, so there the test shows the plugin still
-// serves without it; without them, list is needed too.
+// It does so against two API servers, one that streams lists (a watch with
+// initial events, the WatchList feature, on by default in the API server
+// under test) and one that does not, as older ones do not. The plugin's
+// informers list, then watch, in both: every verb is needed in both, while
+// the kubernetes plugin beside it streams where it can.
 func TestShippedCorefileAndRBAC(t *testing.T) {
 	for _, mode := range []struct {
-		name      string
-		streaming bool
-		flags     []string
+		name  string
+		flags []string
 	}{
-		{"streaming_lists", true, nil},
-		{"list_and_watch", false, []string{"--feature-gates=WatchList=false"}},
+		{"streaming_lists", nil},
+		{"list_and_watch", []string{"--feature-gates=WatchList=false"}},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
-			testShippedCorefileAndRBAC(t, controlplane.ForTest(t, controlplane.Options{InstallCRDs: true, APIServerFlags: mode.flags}), mode.streaming)
+			testShippedCorefileAndRBAC(t, controlplane.ForTest(t, controlplane.Options{InstallCRDs: true, APIServerFlags: mode.flags}))
 		})
 	}
 }
 
-func testShippedCorefileAndRBAC(t *testing.T, cp *controlplane.ControlPlane, streaming bool) {
+func testShippedCorefileAndRBAC(t *testing.T, cp *controlplane.ControlPlane) {
 	ctx := t.Context()
 	kube := kubernetes.NewForConfigOrDie(cp.Config)
 	mcs := mcsclient.NewForConfigOrDie(cp.Config)
@@ -436,14 +434,6 @@ func testShippedCorefileAndRBAC(t *testing.T, cp *controlplane.ControlPlane, str
 	// expectWithout checks a server whose role lacks g.
 	expectWithout := func(t *testing.T, s *server, g grant) {
 		t.Helper()
-		if streaming && g.verb == "list" {
-			// Streaming lists use the watch verb: list is not needed here.
-			s.waitFor(t, 10*time.Second, clusterset+" A 10.42.9.1", s.answersA(clusterset, "10.42.9.1"))
-			if strings.Contains(s.log.String(), "Degraded") {
-				t.Errorf("degraded without list although the API server streams lists:\n%s", s.log.String())
-			}
-			return
-		}
 		expectDegraded(t, s, g.verb, g.resource, g.reason)
 	}
 
