@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -30,14 +29,9 @@ func importList(n int) *mcsv1beta1.ServiceImportList {
 	list := &mcsv1beta1.ServiceImportList{ListMeta: meta.ListMeta{ResourceVersion: "1"}}
 	list.Items = make([]mcsv1beta1.ServiceImport, n)
 	for i := range list.Items {
-		list.Items[i] = mcsv1beta1.ServiceImport{
-			ObjectMeta: meta.ObjectMeta{Namespace: "big-imports", Name: fmt.Sprintf("imp-%d", i), ResourceVersion: fmt.Sprint(100 + i)},
-			Spec: mcsv1beta1.ServiceImportSpec{
-				Type:  mcsv1beta1.ClusterSetIP,
-				IPs:   []string{fmt.Sprintf("10.%d.%d.%d", 128+(i>>16)&127, (i>>8)&255, i&255)},
-				Ports: []mcsv1beta1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}},
-			},
-		}
+		si := serviceImport("big-imports", fmt.Sprintf("imp-%d", i), fmt.Sprintf("10.%d.%d.%d", 128+(i>>16)&127, (i>>8)&255, i&255))
+		si.ResourceVersion = fmt.Sprint(100 + i)
+		list.Items[i] = *si
 	}
 	return list
 }

@@ -90,8 +90,8 @@ func TestReserveStack(t *testing.T) {
 	}
 }
 
-// TestReserveStackDoesNotTouchMemory: the argument the plugin passes never
-// takes the branch that uses the frame.
+// TestReserveStackReturnsZero: the argument the plugin passes never takes the
+// branch that uses the frame, and the frame's room starts zeroed.
 func TestReserveStackReturnsZero(t *testing.T) {
 	if got := reserveStack(0); got != 0 {
 		t.Errorf("reserveStack(0) = %d, want 0", got)
