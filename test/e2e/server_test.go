@@ -80,12 +80,20 @@ func (s *server) isReady() bool {
 }
 
 // answers reports whether the server replies at all.
+//
+// Both transports are asked: CoreDNS starts its UDP and TCP servers on
+// separate goroutines, and a TCP query sent while only UDP serves was once
+// seen to fail (unexpected EOF on three fresh connections in a row).
 func (s *server) answers() bool {
-	c := dns.Client{Net: "udp", Timeout: 200 * time.Millisecond}
 	m := new(dns.Msg)
 	m.SetQuestion("ping.invalid.", dns.TypeA)
-	_, _, err := c.Exchange(m, s.addr)
-	return err == nil
+	for _, proto := range []string{"udp", "tcp"} {
+		c := dns.Client{Net: proto, Timeout: 200 * time.Millisecond}
+		if _, _, err := c.Exchange(m, s.addr); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // query asks the server over proto ("udp" or "tcp").
