@@ -17,8 +17,13 @@ build: ## build/coredns: static, version stamped
 gen: ## regenerate coredns/zplugin.go and coredns/zdirectives.go from plugin.cfg
 	$(GO) generate ./coredns
 
-testbin: ## build (once) kube-apiserver and etcd for the tests; prints their directory
-	@bash test/testbin/build.sh
+# The third-party binaries the tests run, in sets (test/testbin/build.sh):
+# kube (kube-apiserver, etcd, the node components, kubectl), mcs (the mcs-api
+# reference controller).
+TESTBIN_SETS := kube mcs
+
+testbin: ## build (once) the third-party binaries of the tests; prints their directories
+	@bash test/testbin/build.sh $(TESTBIN_SETS)
 
 # The race detector covers the plugin, where the concurrency is; coredns/ only
 # checks generated files, and instrumenting every upstream plugin it links
@@ -33,15 +38,15 @@ NORACE := CGO_ENABLED=0 $(GO) test -trimpath -count=1
 
 test: ## unit tests (race detector on the plugin), then integration and end-to-end tests against a real API server
 	@set -euo pipefail; mkdir -p build; \
-	setsid bash test/testbin/build.sh >build/testbin.dir 2>build/testbin.log & testbin=$$!; \
+	setsid bash test/testbin/build.sh --env $(TESTBIN_SETS) >build/testbin.env 2>build/testbin.log & testbin=$$!; \
 	trap 'kill -- -$$testbin 2>/dev/null || true' EXIT; \
 	$(MAKE) --no-print-directory build; \
 	$(GO) test -race -count=1 ./plugin/... ./internal/...; \
 	$(NORACE) ./coredns/...; \
-	wait $$testbin || { cat build/testbin.log >&2; echo "building kube-apiserver and etcd failed" >&2; exit 1; }; \
+	wait $$testbin || { cat build/testbin.log >&2; echo "building the test binaries ($(TESTBIN_SETS)) failed" >&2; exit 1; }; \
 	trap - EXIT; \
-	KUBEBUILDER_ASSETS="$$(cat build/testbin.dir)" COREDNS_BINARY="$(CURDIR)/$(BINARY)" \
-		$(NORACE) -timeout 15m ./test/...
+	set -a; . build/testbin.env; set +a; \
+	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 15m ./test/...
 
 test-unit: ## unit tests only (seconds)
 	$(GO) test -race -count=1 ./plugin/... ./internal/...
@@ -55,7 +60,7 @@ run: build ## a local API server with example objects, and coredns on 127.0.0.1:
 # BENCH_MID the memory and start-up sets (default 50000 and BENCH_BIG/5).
 bench: build ## performance against a real API server: toll, clusterset QPS, memory, propagation, start-up; writes BENCHMARKS.md
 	$(GO) build -o build/mcsbench ./test/cmd/mcsbench
-	KUBEBUILDER_ASSETS="$$(bash test/testbin/build.sh)" build/mcsbench -coredns $(BINARY) -out BENCHMARKS.md \
+	KUBEBUILDER_ASSETS="$$(bash test/testbin/build.sh kube)" build/mcsbench -coredns $(BINARY) -out BENCHMARKS.md \
 		-n $(or $(N),1000) -big $(or $(BENCH_BIG),50000) $(if $(BENCH_MID),-mid $(BENCH_MID)) $(BENCH_FLAGS)
 
 image: ## the container image $(IMAGE), with docker (BuildKit)

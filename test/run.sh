@@ -17,7 +17,7 @@ cleanup() {
 trap cleanup INT TERM EXIT
 
 echo "Building kube-apiserver and etcd (the first time takes about ten minutes)..." >&2
-assets=$(bash test/testbin/build.sh)
+assets=$(bash test/testbin/build.sh kube)
 go build -o "$dir/localcluster" ./test/cmd/localcluster
 
 KUBEBUILDER_ASSETS="$assets" "$dir/localcluster" \

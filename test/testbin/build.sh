@@ -1,29 +1,44 @@
 #!/usr/bin/env bash
-# Builds the kube-apiserver and etcd binaries that the integration tests run
-# (see test/controlplane) from the module graph pinned in this directory's
-# go.mod/go.sum, and prints the directory that holds them.
+# Builds the third-party binaries the tests run, and prints the directory that
+# holds each set of them, one line per set, in the order asked:
 #
-# The result is cached under ${XDG_CACHE_HOME:-$HOME/.cache}/coredns-mcs/testbin/KEY,
-# where KEY hashes everything that decides the output: go.mod, go.sum, the Go
-# toolchain version, the target platform and the build recipe revision below.
-# A cold build takes several minutes and a few GB of memory; a cache hit
-# returns at once.
+#   test/testbin/build.sh [SET...]      (default: kube)
 #
-# Only the directory is written to stdout, so callers can use
-#   dir=$(test/testbin/build.sh)
+# A set is a directory next to this script: a nested Go module (go.mod,
+# go.sum, tools.go) that pins the main packages, and a recipe.sh that names
+# them. The sets are
+#
+#   kube   kube-apiserver, etcd, kubelet, kube-proxy, kube-scheduler,
+#          kube-controller-manager and kubectl (Kubernetes v1.37.1, etcd v3.7.0)
+#   mcs    the mcs-api reference controller (servicecontroller)
+#   karmada  Karmada's control plane (see karmada/recipe.sh), when present
+#
+# Each set is cached under ${XDG_CACHE_HOME:-$HOME/.cache}/coredns-mcs/testbin/SET-KEY,
+# where KEY hashes everything that decides the output: the set's go.mod,
+# go.sum and recipe.sh, the Go toolchain version, the target platform and the
+# revision of this script. A cold build takes minutes and a few GB of memory;
+# a cache hit returns at once.
+#
+# Only the directories go to stdout, so callers can use
+#   dir=$(test/testbin/build.sh kube)
+# With --env first, each line is an assignment instead, TESTBIN_<SET>=DIR,
+# which the tests read (test/internal/testbin):
+#   test/testbin/build.sh --env kube mcs > testbin.env
 # All progress goes to stderr.
+#
+# recipe.sh is sourced with the set's directory as working directory. It sets
+#   binaries   an array of "NAME PACKAGE": go build PACKAGE -o NAME
+#   ldflags    the -ldflags of every build (optional, default "-s -w")
+#   tags       the -tags of every build (optional)
+# and may define check(), run in the finished directory (print versions).
 set -euo pipefail
 
-# Bump when the build commands below change in a way that alters the binaries,
-# so stale caches are not reused.
-RECIPE_REVISION=1
-
-KUBE_VERSION=v1.37.1
-KUBE_MAJOR=1
-KUBE_MINOR=37
+# Bump when this script changes in a way that alters the binaries, so that
+# stale caches are not reused.
+SCRIPT_REVISION=2
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-cd "$here"
+cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/coredns-mcs/testbin"
 
 # Build exactly what go.mod/go.sum pin, independent of the caller's workspace
 # or module flags.
@@ -35,87 +50,97 @@ export CGO_ENABLED=0
 
 log() { printf 'testbin: %s\n' "$*" >&2; }
 
-goversion="$(go env GOVERSION)"
-goos="$(go env GOOS)"
-goarch="$(go env GOARCH)"
-key="$(
-	{
-		cat go.mod go.sum
-		printf '%s\n%s/%s\nrecipe=%s\n' "$goversion" "$goos" "$goarch" "$RECIPE_REVISION"
-	} | sha256sum | cut -c1-16
-)"
-
-cache_root="${XDG_CACHE_HOME:-$HOME/.cache}/coredns-mcs/testbin"
-target="$cache_root/$key"
-
+# complete reports whether dir holds every binary of the recipe just sourced.
 complete() {
-	[[ -x "$1/kube-apiserver" && -x "$1/etcd" ]]
+	local entry
+	for entry in "${binaries[@]}"; do
+		[[ -x "$1/${entry%% *}" ]] || return 1
+	done
 }
 
-if complete "$target"; then
-	printf '%s\n' "$target"
-	exit 0
-fi
-
-mkdir -p "$cache_root"
-
-# Several test packages may ask for the binaries at the same time (go test
-# runs packages in parallel); serialise the builds so only one of them does
-# the expensive work and the others reuse its result.
-if command -v flock >/dev/null 2>&1; then
-	exec 9>"$cache_root/.lock-$key"
-	if ! flock -n 9; then
-		log "waiting for another build of $key to finish"
-		flock 9
+# build_set builds set $1 if it is not cached, and prints its directory.
+build_set() {
+	local set="$1" dir="$here/$1"
+	if [[ ! -f "$dir/recipe.sh" || ! -f "$dir/go.mod" ]]; then
+		log "no set $set: $dir needs go.mod and recipe.sh"
+		return 1
 	fi
-	if complete "$target"; then
+	(
+		cd "$dir"
+		binaries=() ldflags="-s -w" tags=""
+		check() { :; }
+		# shellcheck source=/dev/null
+		source ./recipe.sh
+
+		local key
+		key="$(
+			{
+				cat go.mod go.sum recipe.sh
+				printf '%s\n%s/%s\nscript=%s\n' "$(go env GOVERSION)" "$(go env GOOS)" "$(go env GOARCH)" "$SCRIPT_REVISION"
+			} | sha256sum | cut -c1-16
+		)"
+		local target="$cache_root/$set-$key"
+		if complete "$target"; then
+			printf '%s\n' "$target"
+			exit 0
+		fi
+		mkdir -p "$cache_root"
+
+		# Several test packages may ask for the same set at once (go test runs
+		# packages in parallel): only one builds it, the others wait for it.
+		exec 9>"$cache_root/.lock-$set-$key"
+		if ! flock -n 9; then
+			log "waiting for another build of $set-$key to finish"
+			flock 9
+		fi
+		if complete "$target"; then
+			printf '%s\n' "$target"
+			exit 0
+		fi
+		# Holding the lock, any build directory for this key is a leftover of
+		# a build that was killed.
+		rm -rf "$cache_root/.build-$set-$key."*
+
+		local tmp
+		tmp="$(mktemp -d "$cache_root/.build-$set-$key.XXXXXX")"
+		chmod 755 "$tmp" # mktemp makes it private; the cache is meant to be shared
+		trap 'rm -rf "$tmp"' EXIT
+
+		local start=$SECONDS entry
+		log "building set $set into $target (cold builds take minutes)"
+		log "downloading modules of $set"
+		go mod download >&2
+		for entry in "${binaries[@]}"; do
+			log "building ${entry%% *}"
+			go build -trimpath ${tags:+-tags "$tags"} -ldflags "$ldflags" -o "$tmp/${entry%% *}" "${entry#* }" >&2
+		done
+		(cd "$tmp" && check) >&2
+
+		# A leftover, incomplete directory (a build killed midway, or one
+		# removed by hand in part) would make the rename fail.
+		if [[ -e "$target" ]] && ! complete "$target"; then
+			rm -rf "$target"
+		fi
+		mv -T "$tmp" "$target"
+		trap - EXIT
+		log "built set $set in $((SECONDS - start))s"
 		printf '%s\n' "$target"
-		exit 0
+	)
+}
+
+env=false
+if [[ ${1:-} == --env ]]; then
+	env=true
+	shift
+fi
+if [[ $# -eq 0 ]]; then
+	set -- kube
+fi
+for set in "$@"; do
+	dir="$(build_set "$set")"
+	if $env; then
+		printf 'TESTBIN_%s=%q\n' "${set^^}" "$dir"
+	else
+		printf '%s\n' "$dir"
 	fi
-	# Holding the lock, any build directory for this key is a leftover of
-	# a build that was killed.
-	rm -rf "$cache_root/.build-$key."*
-fi
-
-tmp="$(mktemp -d "$cache_root/.build-$key.XXXXXX")"
-chmod 755 "$tmp" # mktemp makes it private; the cache is meant to be shared
-cleanup() { rm -rf "$tmp"; }
-trap cleanup EXIT
-
-start=$SECONDS
-log "building kube-apiserver $KUBE_VERSION and etcd into $target (cold builds take several minutes)"
-
-log "downloading modules"
-go mod download >&2
-
-log "building kube-apiserver"
-go build -trimpath \
-	-ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION -X k8s.io/component-base/version.gitMajor=$KUBE_MAJOR -X k8s.io/component-base/version.gitMinor=$KUBE_MINOR" \
-	-o "$tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
-
-# `go install go.etcd.io/etcd/server/v3@v3.7.0` refuses to work because the
-# etcd server module has replace directives, so build it from this module's
-# graph instead.
-log "building etcd"
-go build -trimpath -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3 >&2
-
-"$tmp/kube-apiserver" --version >&2
-"$tmp/etcd" --version >&2
-
-# A leftover, incomplete directory (from a build killed midway through an
-# older, non-atomic layout or by hand) would make the rename fail.
-if [[ -e "$target" ]] && ! complete "$target"; then
-	rm -rf "$target"
-fi
-if ! mv -T "$tmp" "$target" 2>/dev/null; then
-	# Another builder without flock won the race; its result is equivalent.
-	complete "$target" || {
-		log "could not move $tmp to $target"
-		exit 1
-	}
-fi
-trap - EXIT
-rm -rf "$tmp"
-
-log "built in $((SECONDS - start))s"
-printf '%s\n' "$target"
+done
