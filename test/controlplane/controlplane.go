@@ -95,6 +95,12 @@ type Options struct {
 	// AssetsDir holds the kube-apiserver and etcd binaries; empty means
 	// Assets().
 	AssetsDir string
+	// Aggregation configures kube-apiserver's aggregation layer, so that
+	// APIServices served by extension API servers (Karmada's aggregated
+	// apiserver, for one) work: kube-apiserver proxies to them with a client
+	// certificate for FrontProxyClient signed by the control plane's CA,
+	// and passes the requesting user on in the X-Remote-* headers.
+	Aggregation bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -253,6 +259,11 @@ func (c *ControlPlane) writeCredentials() error {
 			return fmt.Errorf("write %s: %w", name, err)
 		}
 	}
+	if c.opts.Aggregation {
+		if err := c.writeFrontProxyCert(); err != nil {
+			return err
+		}
+	}
 	return writeServiceAccountKey(filepath.Join(c.Dir, "sa.key"), filepath.Join(c.Dir, "sa.pub"))
 }
 
@@ -387,6 +398,9 @@ func (c *ControlPlane) apiServerArgs() []string {
 		// in a test cluster needs them.
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
+	}
+	if c.opts.Aggregation {
+		args = append(args, aggregationArgs(c.Dir, c.CAFile)...)
 	}
 	return append(args, c.opts.APIServerFlags...)
 }
