@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -209,13 +208,45 @@ func (k *Karmada) propagateMCSCRDs(ctx context.Context) error {
 			return err
 		}
 	}
-	// kube-apiserver holds creates of a custom resource for two seconds
-	// after its CRD is established; let that pass here rather than stall
-	// the first object a test propagates.
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(2100 * time.Millisecond):
+	// karmada-scheduler places a ServiceExport or ServiceImport only on
+	// members whose Cluster status lists the API (the APIEnablement filter),
+	// and it does not retry a binding that failed for that when the status
+	// changes later, only after up to five minutes
+	// (DefaultBindingMaxInUnschedulableBindingsDuration in
+	// pkg/scheduler/internal/queue/scheduling_queue.go; status updates do
+	// not requeue, see updateCluster in pkg/scheduler/event_handler.go).
+	// The cluster status controller refreshes the list every
+	// --cluster-status-update-frequency (10 s). So wait for it, as a user
+	// must before the first export.
+	for _, m := range k.Members {
+		err := k.poll(ctx, "Cluster "+m.Name+" lists serviceexports and serviceimports in status.apiEnablements", func(ctx context.Context) error {
+			cluster, err := k.dynamic.Resource(clusterResource).Get(ctx, m.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			enablements, _, _ := unstructured.NestedSlice(cluster.Object, "status", "apiEnablements")
+			var found []string
+			for _, e := range enablements {
+				enablement, _ := e.(map[string]any)
+				if enablement["groupVersion"] != "multicluster.x-k8s.io/v1alpha1" {
+					continue
+				}
+				resources, _ := enablement["resources"].([]any)
+				for _, r := range resources {
+					resource, _ := r.(map[string]any)
+					found = append(found, fmt.Sprint(resource["name"]))
+				}
+			}
+			if !slices.Contains(found, "serviceexports") || !slices.Contains(found, "serviceimports") {
+				return fmt.Errorf("multicluster.x-k8s.io/v1alpha1 resources listed: %v", found)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
 	}
+	// kube-apiserver holds creates of a custom resource for two seconds
+	// after its CRD is established; that has passed by now.
 	return nil
 }
