@@ -386,7 +386,7 @@ func (k *Karmada) RestartControllerManager(ctx context.Context, featureGates str
 		return errors.New("karmada is stopped")
 	}
 	if d != nil {
-		if err := d.Stop(10 * time.Second); err != nil {
+		if err := d.Stop(5 * time.Second); err != nil && !d.Exited() {
 			return fmt.Errorf("stop karmada-controller-manager: %w", err)
 		}
 	}

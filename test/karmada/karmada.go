@@ -258,10 +258,15 @@ func (k *Karmada) Stop() error {
 	}
 	k.stopped = true
 	var errs []error
-	// Controllers first, so that none acts on a half-stopped world.
+	// Controllers first, so that none acts on a half-stopped world. They
+	// keep no state of their own: one that outlasts the grace period
+	// (karmada-controller-manager waits for its workers) is killed, and
+	// that is no error.
 	for _, name := range []string{"karmada-controller-manager", "karmada-scheduler", "kube-controller-manager", "karmada-webhook", "karmada-aggregated-apiserver"} {
 		if d := k.daemons[name]; d != nil {
-			errs = append(errs, d.Stop(10*time.Second))
+			if err := d.Stop(5 * time.Second); err != nil && !d.Exited() {
+				errs = append(errs, err)
+			}
 			delete(k.daemons, name)
 		}
 	}
