@@ -21,11 +21,17 @@ func (c *ControlPlane) writeFrontProxyCert() error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(c.Dir, "front-proxy-client.crt"), kp.certPEM, 0o600); err != nil {
-		return fmt.Errorf("write front-proxy client certificate: %w", err)
+	return kp.write(filepath.Join(c.Dir, "front-proxy-client.crt"), filepath.Join(c.Dir, "front-proxy-client.key"), "front-proxy client")
+}
+
+// write writes the certificate and the key to files only the owner can read;
+// what names them in errors.
+func (kp *keyPair) write(certFile, keyFile, what string) error {
+	if err := os.WriteFile(certFile, kp.certPEM, 0o600); err != nil {
+		return fmt.Errorf("write %s certificate: %w", what, err)
 	}
-	if err := os.WriteFile(filepath.Join(c.Dir, "front-proxy-client.key"), kp.keyPEM, 0o600); err != nil {
-		return fmt.Errorf("write front-proxy client key: %w", err)
+	if err := os.WriteFile(keyFile, kp.keyPEM, 0o600); err != nil {
+		return fmt.Errorf("write %s key: %w", what, err)
 	}
 	return nil
 }
@@ -65,11 +71,8 @@ func (c *ControlPlane) ServingCertFor(dnsNames ...string) (certFile, keyFile str
 	}
 	base := c.nextCredentialPath("")
 	certFile, keyFile = base+"-serving.crt", base+"-serving.key"
-	if err := os.WriteFile(certFile, kp.certPEM, 0o600); err != nil {
-		return "", "", fmt.Errorf("write serving certificate: %w", err)
-	}
-	if err := os.WriteFile(keyFile, kp.keyPEM, 0o600); err != nil {
-		return "", "", fmt.Errorf("write serving key: %w", err)
+	if err := kp.write(certFile, keyFile, "serving"); err != nil {
+		return "", "", err
 	}
 	return certFile, keyFile, nil
 }

@@ -3,9 +3,7 @@ package karmadae2e
 import (
 	"bytes"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -77,58 +75,9 @@ func startCoreDNS(t *testing.T, name, kubeconfig string, withMulticluster bool) 
 	if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{name: name, addr: addr, log: &harness.Output{}}
-	cmd := exec.Command(binary, "-conf", path)
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("coredns %s log:\n%s", name, s.log.String())
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case <-exited:
-			t.Fatalf("coredns %s exited:\n%s", name, s.log.String())
-		default:
-		}
-		if s.serving() && isReady(ready) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("coredns %s not ready after 30s:\n%s", name, s.log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func isReady(url string) bool {
-	resp, err := http.Get(url)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-// serving reports whether the server answers over both UDP and TCP.
-func (s *server) serving() bool {
-	m := new(dns.Msg)
-	m.SetQuestion("ping.invalid.", dns.TypeA)
-	for _, proto := range []string{"udp", "tcp"} {
-		c := dns.Client{Net: proto, Timeout: 200 * time.Millisecond}
-		if _, _, err := c.Exchange(m, s.addr); err != nil {
-			return false
-		}
-	}
-	return true
+	s := &server{name: name, addr: addr}
+	s.log = harness.StartCoreDNS(t, binary, path, addr, func() bool { return harness.HTTPOK(ready) })
+	return s
 }
 
 // ask sends m over proto, retrying twice on a network error.

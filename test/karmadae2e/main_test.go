@@ -11,11 +11,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 	"github.com/coredns-mcs/coredns-mcs/test/karmada"
 )
@@ -63,7 +63,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(workDir)
-	if binary, err = corednsBinary(workDir); err != nil {
+	if binary, err = harness.CoreDNSBinary(workDir); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: coredns binary: %v\n", err)
 		return 1
 	}
@@ -94,21 +94,4 @@ func needKarmada(t *testing.T) {
 	if kmd == nil {
 		t.Skip("skipping: needs a Karmada control plane and two member clusters, which -short leaves out")
 	}
-}
-
-// corednsBinary returns $COREDNS_BINARY, or builds the binary into dir.
-func corednsBinary(dir string) (string, error) {
-	if b := os.Getenv("COREDNS_BINARY"); b != "" {
-		if _, err := os.Stat(b); err != nil {
-			return "", fmt.Errorf("COREDNS_BINARY: %w", err)
-		}
-		return b, nil
-	}
-	out := filepath.Join(dir, "coredns")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/coredns-mcs/coredns-mcs/coredns")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build: %w", err)
-	}
-	return out, nil
 }
