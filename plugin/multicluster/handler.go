@@ -163,14 +163,20 @@ func (m *Multicluster) serveFallback(ctx context.Context, w dns.ResponseWriter, 
 	server := metrics.WithServer(ctx)
 	failover := false
 	if svc := m.local.service(req.namespace, req.service); svc != nil {
-		// Local always wins, unless failover is on and the local Service
-		// has no ready endpoint. An ExternalName Service has no endpoints
-		// by design and never fails over.
-		if !m.failover || svc.Type == core.ServiceTypeExternalName || m.local.readyEndpoints(req.namespace, req.service) {
+		// Local always wins, unless failover applies to the import and the
+		// local Service has no ready endpoint. An ExternalName Service has
+		// no endpoints by design and never fails over.
+		if !m.failsOver(v) || svc.Type == core.ServiceTypeExternalName || m.local.readyEndpoints(req.namespace, req.service) {
 			m.counters.request(server, zoneFallback, outcomeLocal)
 			return false, 0, nil
 		}
 		failover = true
+	}
+	if v.outOfScope {
+		// The operator keeps this name local: as if there were no import.
+		m.counters.policy(server, ruleScopeRefused)
+		m.counters.request(server, zoneFallback, outcomePassed)
+		return false, 0, nil
 	}
 	q := r.Question[0]
 	zone = q.Name[len(q.Name)-len(zone):] // keep the case of the query
@@ -184,8 +190,19 @@ func (m *Multicluster) serveFallback(ctx context.Context, w dns.ResponseWriter, 
 	m.counters.fallbackAnswers.inc(server)
 	if failover {
 		m.counters.failoverAnswers.inc(server)
+		if !m.failover {
+			m.counters.policy(server, ruleFailoverService)
+		}
 	}
 	return m.write(w, r, zone, a, server, zoneFallback)
+}
+
+// failsOver reports whether a fallback name of the import v fails over from
+// a local Service that has no ready endpoint: with the failover option, or
+// when the import prefers close endpoints (spec.trafficDistribution) and the
+// readiness of local endpoints is known.
+func (m *Multicluster) failsOver(v *view) bool {
+	return m.failover || (v.preferClose && m.endpointsKnown)
 }
 
 // serveClusterset answers every name in a clusterset zone.
@@ -236,6 +253,9 @@ func (m *Multicluster) write(w dns.ResponseWriter, r *dns.Msg, zone string, a an
 	resp.Answer = a.answer
 	resp.Extra = a.extra
 	result := outcomeAnswer
+	if a.localOnly {
+		m.counters.policy(server, ruleLocalPreferred)
+	}
 	if len(a.answer) == 0 {
 		resp.Ns = []dns.RR{soa(zone, m.index.serial.Load(), m.ttl)}
 		result = outcomeNodata

@@ -67,6 +67,7 @@ func newTestPlugin(t testing.TB, imports []importDef, local fakeLocal) (*Multicl
 	m.Zones = []string{"clusterset.local.", "in-addr.arpa.", "ip6.arpa."}
 	m.Fallback = []string{"cluster.local."}
 	m.local = local
+	m.endpointsKnown = true
 	next := &nextHandler{}
 	m.Next = next
 	for _, d := range imports {

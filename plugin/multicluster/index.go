@@ -51,6 +51,13 @@ type view struct {
 	key      serviceKey
 	headless bool
 	source   addressSource
+	// preferClose: spec.trafficDistribution prefers close endpoints.
+	preferClose bool
+	// localOnly: the answers hold the local cluster's addresses alone
+	// (preferClose, and the local cluster has a ready one).
+	localOnly bool
+	// outOfScope: the fallback scope keeps this import out of fallback zones.
+	outOfScope bool
 	// ClusterSetIP addresses from source, by family.
 	ipv4 []net.IP
 	ipv6 []net.IP
@@ -58,8 +65,12 @@ type view struct {
 	// ClusterSetIP import without spec.ips (its derived-service annotation).
 	derived string
 	ports   []servicePort
-	// endpoints of a headless import, ordered by cluster, host and address.
+	// endpoints of a headless import, ordered by cluster, host and address:
+	// every cluster's, for host.cluster names and PTR.
 	endpoints []endpoint
+	// served are the endpoints the service's own names answer with: all of
+	// them, or the local cluster's alone (localOnly).
+	served []endpoint
 }
 
 // readyEndpoints reports whether a headless import has a ready address.

@@ -43,6 +43,15 @@ type Multicluster struct {
 	// failover answers a fallback name from its import while the local
 	// Service of that name has no ready endpoint.
 	failover bool
+	// endpointsKnown: the readiness of local endpoints is known (a
+	// kubernetes plugin that caches endpoints shares its cache), so imports
+	// that prefer close endpoints may fail over one by one.
+	endpointsKnown bool
+	// clusterID is the local cluster's id from the Corefile; empty: read
+	// from the ClusterProperty cluster.clusterset.k8s.io.
+	clusterID string
+	// scope limits which imports answer in fallback zones; nil: all.
+	scope *fallbackScope
 
 	kubeconfig string
 	context    string

@@ -65,6 +65,7 @@ type importFields struct {
 	ips                              []string
 	ports                            []portFields
 	labels, annotations              map[string]string
+	trafficDistribution              string
 }
 
 type portFields struct {
@@ -74,7 +75,7 @@ type portFields struct {
 
 func importFromV1beta1(si *mcsv1beta1.ServiceImport) importFields {
 	f := importFields{namespace: si.Namespace, name: si.Name, resourceVersion: si.ResourceVersion, typ: string(si.Spec.Type), ips: si.Spec.IPs,
-		labels: si.Labels, annotations: si.Annotations}
+		labels: si.Labels, annotations: si.Annotations, trafficDistribution: valueOf(si.Spec.TrafficDistribution)}
 	for _, p := range si.Spec.Ports {
 		f.ports = append(f.ports, portFields{name: p.Name, protocol: string(p.Protocol), port: p.Port})
 	}
@@ -83,7 +84,7 @@ func importFromV1beta1(si *mcsv1beta1.ServiceImport) importFields {
 
 func importFromV1alpha1(si *mcsv1alpha1.ServiceImport) importFields {
 	f := importFields{namespace: si.Namespace, name: si.Name, resourceVersion: si.ResourceVersion, typ: string(si.Spec.Type), ips: si.Spec.IPs,
-		labels: si.Labels, annotations: si.Annotations}
+		labels: si.Labels, annotations: si.Annotations, trafficDistribution: valueOf(si.Spec.TrafficDistribution)}
 	for _, p := range si.Spec.Ports {
 		f.ports = append(f.ports, portFields{name: p.Name, protocol: string(p.Protocol), port: p.Port})
 	}
@@ -133,6 +134,12 @@ func newImportSpec(f importFields) (s *importSpec, problems []string, err error)
 		} else {
 			s.derived = d
 		}
+	}
+	switch {
+	case preferClose[f.trafficDistribution]:
+		s.preferClose = true
+	case f.trafficDistribution != "":
+		problems = append(problems, fmt.Sprintf("spec.trafficDistribution %q is not one this plugin knows; ignored", f.trafficDistribution))
 	}
 	s.ports, problems = appendPorts(nil, f.ports, problems)
 	return s, problems, nil
@@ -271,13 +278,21 @@ func dashedIP(ip string) string {
 	return strings.NewReplacer(".", "-", ":", "-").Replace(strings.ToLower(ip))
 }
 
+// viewPolicy is what decides a view beyond its objects: the operator's
+// fallback scope, and the id of the cluster this server runs in (empty when
+// unknown), which imports that prefer close endpoints favour.
+type viewPolicy struct {
+	scope        *fallbackScope
+	localCluster string
+}
+
 // newView builds the view of a service from its import and the slices of
 // every cluster. imp must not be nil.
-func newView(imp *importSpec, slicesOf map[string]*sliceSpec) *view {
+func newView(imp *importSpec, slicesOf map[string]*sliceSpec, policy viewPolicy) *view {
 	if !imp.headless {
-		return newClusterSetIPView(imp, slicesOf)
+		return newClusterSetIPView(imp, slicesOf, policy)
 	}
-	v := &view{key: imp.key, headless: true}
+	v := &view{key: imp.key, headless: true, preferClose: imp.preferClose, outOfScope: !policy.scope.allows(imp.key.namespace, imp.key.name)}
 	// A headless import's ports come from its slices (each cluster exports
 	// the same Service, so they agree); the import's ports are the fallback.
 	for _, s := range slicesOf {
@@ -301,34 +316,71 @@ func newView(imp *importSpec, slicesOf map[string]*sliceSpec) *view {
 	v.endpoints = slices.CompactFunc(v.endpoints, func(a, b endpoint) bool {
 		return a.cluster == b.cluster && a.host == b.host && a.ip.Equal(b.ip)
 	})
+	v.served = v.endpoints
+	if imp.preferClose && policy.localCluster != "" {
+		// Sorted by cluster, the local cluster's endpoints are one run.
+		lo := slices.IndexFunc(v.endpoints, func(e endpoint) bool { return e.cluster == policy.localCluster })
+		if lo >= 0 {
+			hi := lo
+			for hi < len(v.endpoints) && v.endpoints[hi].cluster == policy.localCluster {
+				hi++
+			}
+			v.served, v.localOnly = v.endpoints[lo:hi:hi], true
+		}
+	}
 	return v
 }
 
 // newClusterSetIPView is the view of a ClusterSetIP import. With spec.ips, or
 // without any ready slice address, it is the spec itself (specs are
-// immutable, as views are). Otherwise it carries the ready addresses of the
-// import's slices, which answer when no derived Service does: Lighthouse,
-// without clusterset IPs, writes one slice per cluster whose endpoint is that
-// cluster's ClusterIP.
-func newClusterSetIPView(imp *importSpec, slicesOf map[string]*sliceSpec) *view {
-	if imp.source == sourceSpec || len(slicesOf) == 0 {
-		return &imp.view
+// immutable, as views are), unless the fallback scope leaves it out.
+// Otherwise it carries the ready addresses of the import's slices, which
+// answer when no derived Service does: Lighthouse, without clusterset IPs,
+// writes one slice per cluster whose endpoint is that cluster's ClusterIP.
+// An import that prefers close endpoints answers with the local cluster's
+// addresses alone while it has one.
+func newClusterSetIPView(imp *importSpec, slicesOf map[string]*sliceSpec, policy viewPolicy) *view {
+	outOfScope := !policy.scope.allows(imp.key.namespace, imp.key.name)
+	spec := func() *view {
+		if !outOfScope {
+			return &imp.view
+		}
+		v := imp.view
+		v.outOfScope = true
+		return &v
 	}
-	var v4, v6 []net.IP
-	for _, s := range slicesOf {
-		for _, e := range s.endpoints {
-			if e.v6 {
-				v6 = append(v6, e.ip)
-			} else {
-				v4 = append(v4, e.ip)
+	if imp.source == sourceSpec || len(slicesOf) == 0 {
+		return spec()
+	}
+	collect := func(cluster string, all bool) (v4, v6 []net.IP) {
+		for _, s := range slicesOf {
+			if !all && s.cluster != cluster {
+				continue
+			}
+			for _, e := range s.endpoints {
+				if e.v6 {
+					v6 = append(v6, e.ip)
+				} else {
+					v4 = append(v4, e.ip)
+				}
 			}
 		}
+		return v4, v6
+	}
+	var v4, v6 []net.IP
+	localOnly := false
+	if imp.preferClose && policy.localCluster != "" {
+		v4, v6 = collect(policy.localCluster, false)
+		localOnly = len(v4) > 0 || len(v6) > 0
+	}
+	if !localOnly {
+		v4, v6 = collect("", true)
 	}
 	if len(v4) == 0 && len(v6) == 0 {
-		return &imp.view
+		return spec()
 	}
 	v := imp.view
-	v.source = sourceSlices
+	v.source, v.outOfScope, v.localOnly = sourceSlices, outOfScope, localOnly
 	v.ipv4, v.ipv6 = sortedUnique(v4), sortedUnique(v6)
 	return &v
 }
@@ -372,3 +424,11 @@ func (s *sliceSpec) SetName(string)                  {}
 func (s *sliceSpec) GetResourceVersion() string      { return s.resourceVersion }
 func (s *sliceSpec) SetResourceVersion(string)       {}
 func (s *sliceSpec) DeepCopyObject() runtime.Object  { c := *s; return &c }
+
+// valueOf returns *p, or "" for nil.
+func valueOf(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

@@ -69,11 +69,11 @@ func (r *resolver) service(req request, v *view, owner string, qtype uint16, zon
 	case kindService:
 		switch qtype {
 		case dns.TypeA:
-			v4, _ := r.clusterSetIPs(v)
-			return answer{answer: addresses(owner, v4, false, r.ttl)}
+			v4, _, local := r.clusterSetIPs(v)
+			return answer{answer: addresses(owner, v4, false, r.ttl), localOnly: local}
 		case dns.TypeAAAA:
-			_, v6 := r.clusterSetIPs(v)
-			return answer{answer: addresses(owner, v6, true, r.ttl)}
+			_, v6, local := r.clusterSetIPs(v)
+			return answer{answer: addresses(owner, v6, true, r.ttl), localOnly: local}
 		case dns.TypeSRV:
 			return r.clusterSetSRV(v, v.ports, owner, zone)
 		}
@@ -105,8 +105,9 @@ func (r *resolver) clusterSetSRV(v *view, ports []servicePort, owner, zone strin
 		block[i] = srv(owner, target, p.port, len(ports), r.ttl)
 		a.answer[i] = &block[i]
 	}
-	v4, v6 := r.clusterSetIPs(v)
+	v4, v6, local := r.clusterSetIPs(v)
 	a.extra = append(addresses(target, v4, false, r.ttl), addresses(target, v6, true, r.ttl)...)
+	a.localOnly = local
 	return a
 }
 
@@ -122,22 +123,24 @@ func (r *resolver) clusterSetSRV(v *view, ports []servicePort, owner, zone strin
 //     (Lighthouse, without clusterset IPs: each cluster's ClusterIP).
 //
 // Derived Services are read from the Service cache at query time, so that
-// answers follow them as they change.
-func (r *resolver) clusterSetIPs(v *view) (v4, v6 []net.IP) {
+// answers follow them as they change. local reports that the addresses are
+// the local cluster's alone, from slices of an import that prefers close
+// endpoints.
+func (r *resolver) clusterSetIPs(v *view) (v4, v6 []net.IP, local bool) {
 	if v.source == sourceSpec || r.local == nil {
-		return v.ipv4, v.ipv6
+		return v.ipv4, v.ipv6, v.localOnly
 	}
 	if v.derived != "" {
 		if v4, v6 := r.derivedIPs(v.key.namespace, v.derived); len(v4) > 0 || len(v6) > 0 {
-			return v4, v6
+			return v4, v6, false
 		}
 	}
 	if r.derivedPrefix != "" {
 		if v4, v6 := r.derivedIPs(v.key.namespace, r.derivedPrefix+v.key.name); len(v4) > 0 || len(v6) > 0 {
-			return v4, v6
+			return v4, v6, false
 		}
 	}
-	return v.ipv4, v.ipv6
+	return v.ipv4, v.ipv6, v.localOnly
 }
 
 // derivedIPs returns the ClusterIPs of the local Service namespace/name, none
@@ -160,7 +163,7 @@ func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zo
 	case kindService:
 		switch qtype {
 		case dns.TypeA, dns.TypeAAAA:
-			return answer{answer: endpointAddresses(owner, v.endpoints, qtype == dns.TypeAAAA, r.ttl)}
+			return answer{answer: endpointAddresses(owner, v.served, qtype == dns.TypeAAAA, r.ttl), localOnly: v.localOnly}
 		case dns.TypeSRV:
 			return r.headlessSRV(v, v.ports, owner, zone)
 		}
@@ -222,11 +225,12 @@ func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string)
 	}
 	// Endpoints are sorted by cluster and host, so those without a cluster
 	// come first, and the addresses of one name are adjacent.
+	served := v.served
 	anonymous := 0
-	for anonymous < len(v.endpoints) && v.endpoints[anonymous].cluster == "" {
+	for anonymous < len(served) && served[anonymous].cluster == "" {
 		anonymous++
 	}
-	named := v.endpoints[anonymous:]
+	named := served[anonymous:]
 	names := 0
 	if anonymous > 0 {
 		names++
@@ -239,9 +243,9 @@ func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string)
 	n := names * len(ports)
 	extra := len(named)
 	if anonymous > 0 {
-		extra += len(v.endpoints)
+		extra += len(served)
 	}
-	a := answer{answer: make([]dns.RR, 0, n), extra: make([]dns.RR, 0, extra)}
+	a := answer{answer: make([]dns.RR, 0, n), extra: make([]dns.RR, 0, extra), localOnly: v.localOnly}
 	block := make([]dns.SRV, 0, n)
 	addSRV := func(target string) {
 		for _, p := range ports {
@@ -252,8 +256,8 @@ func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string)
 	if anonymous > 0 {
 		target := serviceName(v.key, zone)
 		addSRV(target)
-		a.extra = append(a.extra, endpointAddresses(target, v.endpoints, false, r.ttl)...)
-		a.extra = append(a.extra, endpointAddresses(target, v.endpoints, true, r.ttl)...)
+		a.extra = append(a.extra, endpointAddresses(target, served, false, r.ttl)...)
+		a.extra = append(a.extra, endpointAddresses(target, served, true, r.ttl)...)
 	}
 	v4, v6 := newAddressBlock(countFamily(named, false), false), newAddressBlock(countFamily(named, true), true)
 	target := ""

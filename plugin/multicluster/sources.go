@@ -15,6 +15,7 @@ type sources struct {
 	slices  map[serviceKey]map[string]*sliceSpec // by slice name
 	sliceOf map[sliceID]serviceKey               // where a slice was filed, for relabelled slices
 	index   *index
+	policy  viewPolicy
 }
 
 func newSources(x *index) *sources {
@@ -107,5 +108,34 @@ func (s *sources) rebuildLocked(key serviceKey) {
 		s.index.put(key, nil)
 		return
 	}
-	s.index.put(key, newView(imp, s.slices[key]))
+	s.index.put(key, newView(imp, s.slices[key], s.policy))
+}
+
+// setScope sets the fallback scope; views built from then on follow it.
+// Setup calls it before any object arrives.
+func (s *sources) setScope(scope *fallbackScope) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.policy.scope = scope
+}
+
+// setLocalCluster sets the id of the cluster this server runs in, and
+// rebuilds every view, since which endpoints are local changes with it. It
+// is rare: when the ClusterProperty appears, changes or goes.
+func (s *sources) setLocalCluster(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.policy.localCluster == id {
+		return
+	}
+	s.policy.localCluster = id
+	for key := range s.imports {
+		s.rebuildLocked(key)
+	}
+}
+
+func (s *sources) localCluster() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.policy.localCluster
 }

@@ -17,6 +17,7 @@ import (
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
@@ -56,14 +57,19 @@ type watcher struct {
 	services    cache.Indexer
 	servicesOK  func() bool
 
+	// dynamic, when set, follows the ClusterProperty that names the local
+	// cluster (clusterid.go); nil when the Corefile gives cluster_id.
+	dynamic dynamic.Interface
+
 	// retry is the first wait before another attempt while the CRD or a
 	// permission is missing; it doubles up to maxRetry.
 	retry time.Duration
 
-	mu     sync.Mutex
-	stores map[cache.Store]string // every store, by metric kind, for the objects gauge
-	cancel context.CancelFunc
-	done   chan struct{}
+	clusterID sync.WaitGroup // the ClusterProperty follower
+	mu        sync.Mutex
+	stores    map[cache.Store]string // every store, by metric kind, for the objects gauge
+	cancel    context.CancelFunc
+	done      chan struct{}
 }
 
 // track returns store after noting it for stop.
@@ -90,6 +96,9 @@ func (w *watcher) start(onSynced func()) {
 		w.services = store
 		w.servicesOK = ctrl.HasSynced
 		go ctrl.RunWithContext(ctx)
+	}
+	if w.dynamic != nil {
+		w.clusterID.Go(func() { w.watchClusterID(ctx) })
 	}
 	go func() {
 		defer close(w.done)
@@ -125,6 +134,7 @@ func (w *watcher) stop() {
 	}
 	w.cancel()
 	<-w.done
+	w.clusterID.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for store, kind := range w.stores {
@@ -167,19 +177,31 @@ var errCRDMissing = errors.New("the ServiceImport CRD (" + importResource + "." 
 
 // servedImportVersion asks discovery which ServiceImport version is served.
 func servedImportVersion(kube kubernetes.Interface) (string, error) {
-	for _, version := range []string{"v1beta1", "v1alpha1"} {
-		list, err := kube.Discovery().ServerResourcesForGroupVersion(mcsGroup + "/" + version)
+	version, err := servedVersion(kube, mcsGroup, importResource, "v1beta1", "v1alpha1")
+	if errors.Is(err, errNotServed) {
+		return "", errCRDMissing
+	}
+	return version, err
+}
+
+var errNotServed = errors.New("not served")
+
+// servedVersion returns the first of versions in which the API server
+// serves group/resource, or errNotServed.
+func servedVersion(kube kubernetes.Interface, group, resource string, versions ...string) (string, error) {
+	for _, version := range versions {
+		list, err := kube.Discovery().ServerResourcesForGroupVersion(group + "/" + version)
 		if err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return "", fmt.Errorf("discovery of %s/%s: %w", mcsGroup, version, err)
+			return "", fmt.Errorf("discovery of %s/%s: %w", group, version, err)
 		}
-		if slices.ContainsFunc(list.APIResources, func(r meta.APIResource) bool { return r.Name == importResource }) {
+		if slices.ContainsFunc(list.APIResources, func(r meta.APIResource) bool { return r.Name == resource }) {
 			return version, nil
 		}
 	}
-	return "", errCRDMissing
+	return "", errNotServed
 }
 
 // guard reports list and watch failures that no retry will fix (a missing

@@ -15,9 +15,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -373,4 +376,79 @@ func answers(m *Multicluster, tc test.Case) error {
 		}
 	}
 	return test.SortAndCheck(rec.Msg, tc)
+}
+
+// TestWatchClusterID: the local cluster id follows the ClusterProperty
+// cluster.clusterset.k8s.io as it appears, changes and goes, and the views
+// of imports that prefer close endpoints follow it.
+func TestWatchClusterID(t *testing.T) {
+	kube := kubefake.NewClientset()
+	gvr := schema.GroupVersionResource{Group: aboutGroup, Version: "v1alpha1", Resource: clusterPropertyResource}
+	kube.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*meta.APIResourceList{
+		{GroupVersion: mcsGroup + "/v1beta1", APIResources: []meta.APIResource{{Name: importResource, Namespaced: true, Kind: "ServiceImport"}}},
+		{GroupVersion: aboutGroup + "/v1alpha1", APIResources: []meta.APIResource{{Name: clusterPropertyResource, Kind: "ClusterProperty"}}},
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ClusterPropertyList"})
+	mcs := mcsfake.NewSimpleClientset()
+	m, _ := newTestPlugin(t, nil, fakeLocal{})
+	w := &watcher{kube: kube, mcs: mcs, dynamic: dyn, sources: m.sources, retry: 10 * time.Millisecond,
+		health: newHealth(func(r *string) { m.degraded.Store(r) })}
+	w.start(func() {})
+	t.Cleanup(w.stop)
+
+	property := func(name, value string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": aboutGroup + "/v1alpha1", "kind": "ClusterProperty",
+			"metadata": map[string]any{"name": name},
+			"spec":     map[string]any{"value": value},
+		}}
+	}
+	ctx := context.Background()
+	props := dyn.Resource(gvr)
+	// The cluster set's property is not the cluster's id.
+	if _, err := props.Create(ctx, property("clusterset.k8s.io", "fleet"), meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := props.Create(ctx, property(clusterIDProperty, "East"), meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the id to be read", func() bool { return m.sources.localCluster() == "east" })
+	if _, err := props.Update(ctx, property(clusterIDProperty, "not_an_id"), meta.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a malformed id to count as none", func() bool { return m.sources.localCluster() == "" })
+	if _, err := props.Update(ctx, property(clusterIDProperty, "west.prod"), meta.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the id to change", func() bool { return m.sources.localCluster() == "west.prod" })
+	if err := props.Delete(ctx, clusterIDProperty, meta.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the id to go", func() bool { return m.sources.localCluster() == "" })
+	if m.degraded.Load() != nil {
+		t.Errorf("degraded: %s", *m.degraded.Load())
+	}
+}
+
+// TestWatchClusterIDNotInstalled: without the ClusterProperty API nothing
+// degrades, and the id stays unknown.
+func TestWatchClusterIDNotInstalled(t *testing.T) {
+	kube, mcs := fakeClients()
+	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	m, _ := newTestPlugin(t, nil, fakeLocal{})
+	m.synced.Store(false)
+	w := &watcher{kube: kube, mcs: mcs, dynamic: dyn, sources: m.sources, retry: 10 * time.Millisecond,
+		health: newHealth(func(r *string) { m.degraded.Store(r) })}
+	synced := make(chan struct{})
+	w.start(func() { m.synced.Store(true); close(synced) })
+	t.Cleanup(w.stop)
+	select {
+	case <-synced:
+	case <-time.After(10 * time.Second):
+		t.Fatal("informers did not sync")
+	}
+	time.Sleep(100 * time.Millisecond) // several looks for the API
+	if m.degraded.Load() != nil || m.sources.localCluster() != "" || !m.Ready() {
+		t.Errorf("degraded %v, local cluster %q, ready %v", m.degraded.Load(), m.sources.localCluster(), m.Ready())
+	}
 }
