@@ -23,7 +23,8 @@ func (f fakeLocal) service(namespace, name string) *object.Service {
 func (f fakeLocal) readyEndpoints(namespace, name string) bool {
 	return f[serviceKey{namespace: namespace, name: name}]
 }
-func (f fakeLocal) hasSynced() bool { return true }
+func (f fakeLocal) byClusterIP(string) []*object.Service { return nil }
+func (f fakeLocal) hasSynced() bool                      { return true }
 
 // nextHandler stands for the plugin after multicluster: it answers every
 // query with REFUSED and an empty message, so a test sees that it ran.
@@ -43,6 +44,19 @@ type importDef struct {
 	typ      string
 	ips      []string
 	ports    []portFields
+	derived  string // the derived-service annotation
+	copy     bool   // labelled as a controller's per-cluster copy
+}
+
+func (d importDef) fields() importFields {
+	f := importFields{namespace: d.ns, name: d.name, typ: d.typ, ips: d.ips, ports: d.ports}
+	if d.derived != "" {
+		f.annotations = map[string]string{annotationDerivedService: d.derived}
+	}
+	if d.copy {
+		f.labels = map[string]string{labelServiceName: d.name}
+	}
+	return f
 }
 
 // newTestPlugin returns a synced plugin serving clusterset.local and the
@@ -56,7 +70,7 @@ func newTestPlugin(t testing.TB, imports []importDef, local fakeLocal) (*Multicl
 	next := &nextHandler{}
 	m.Next = next
 	for _, d := range imports {
-		spec, _, err := newImportSpec(importFields{namespace: d.ns, name: d.name, typ: d.typ, ips: d.ips, ports: d.ports})
+		spec, _, err := newImportSpec(d.fields())
 		if err != nil {
 			t.Fatalf("import %s/%s: %v", d.ns, d.name, err)
 		}

@@ -30,24 +30,25 @@ type Multicluster struct {
 	Fallback []string
 	Fall     fall.F
 
-	ttl        uint32
+	// resolver answers from the index and the local cluster; the plugin
+	// decides which queries reach it, writes and counts.
+	resolver
+
+	// ptrZone is the clusterset zone PTR answers name: the first of Zones
+	// that is not a reverse zone, or empty.
+	ptrZone string
+
 	namespaces map[string]struct{} // empty: all namespaces
 
 	// failover answers a fallback name from its import while the local
 	// Service of that name has no ready endpoint.
 	failover bool
-	// derivedPrefix names the local Service whose ClusterIPs a ClusterSetIP
-	// import without spec.ips answers with: derivedPrefix+name.
-	derivedPrefix string
 
 	kubeconfig string
 	context    string
 
-	index    *index
 	sources  *sources
 	counters *queryCounters
-	// local answers whether a Service exists in this cluster; set in OnStartup.
-	local localServices
 	// watch runs the informers; nil in tests that fill the index directly.
 	watch *watcher
 
@@ -63,8 +64,8 @@ func New() *Multicluster {
 	x := newIndex()
 	return &Multicluster{
 		Zones:      []string{defaultZone},
-		ttl:        defaultTTL,
-		index:      x,
+		resolver:   resolver{index: x, ttl: defaultTTL},
+		ptrZone:    defaultZone,
 		sources:    newSources(x),
 		counters:   newQueryCounters(),
 		namespaces: map[string]struct{}{},
@@ -81,13 +82,17 @@ func (m *Multicluster) Ready() bool {
 }
 
 func (m *Multicluster) localSynced() bool {
-	return !m.needsLocal() || (m.local != nil && m.local.hasSynced())
+	return m.local != nil && m.local.hasSynced()
 }
 
-// needsLocal reports whether answers depend on local Services: fallback
-// zones ask whether one exists, derived_prefix reads their ClusterIPs.
-func (m *Multicluster) needsLocal() bool {
-	return len(m.Fallback) > 0 || m.derivedPrefix != ""
+// firstForwardZone returns the first zone that is not a reverse zone.
+func firstForwardZone(zones []string) string {
+	for _, z := range zones {
+		if !isReverseZone(z) {
+			return z
+		}
+	}
+	return ""
 }
 
 // serving reports whether the index can be trusted: informers synced and

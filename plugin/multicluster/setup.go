@@ -94,7 +94,7 @@ func (m *Multicluster) startWatching() error {
 		namespaces:  slices.Sorted(mapKeys(m.namespaces)),
 		sources:     m.sources,
 		health:      newHealth(func(reason *string) { m.degraded.Store(reason) }),
-		ownServices: m.needsLocal() && m.local == nil,
+		ownServices: m.local == nil,
 		retry:       time.Second,
 	}
 	synced := make(chan struct{})
@@ -173,6 +173,7 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 				return nil, err
 			}
 			m.Zones = zones
+			m.ptrZone = firstForwardZone(zones)
 		}
 		options := map[string]bool{}
 		for c.NextBlock() {

@@ -11,6 +11,7 @@ type sliceID struct{ namespace, name string }
 type sources struct {
 	mu      sync.Mutex
 	imports map[serviceKey]*importSpec
+	copies  map[serviceKey]struct{}              // per-cluster copies, never served
 	slices  map[serviceKey]map[string]*sliceSpec // by slice name
 	sliceOf map[sliceID]serviceKey               // where a slice was filed, for relabelled slices
 	index   *index
@@ -19,6 +20,7 @@ type sources struct {
 func newSources(x *index) *sources {
 	return &sources{
 		imports: make(map[serviceKey]*importSpec),
+		copies:  make(map[serviceKey]struct{}),
 		slices:  make(map[serviceKey]map[string]*sliceSpec),
 		sliceOf: make(map[sliceID]serviceKey),
 		index:   x,
@@ -28,6 +30,16 @@ func newSources(x *index) *sources {
 func (s *sources) setImport(spec *importSpec) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if spec.perClusterCopy {
+		if _, seen := s.copies[spec.key]; !seen {
+			log.Infof("ServiceImport %s is labelled %s: a controller's per-cluster copy of an import, not served", spec.key, labelServiceName)
+			s.copies[spec.key] = struct{}{}
+		}
+		// Labelled after it was served: withdraw it.
+		s.deleteImportLocked(spec.key)
+		return
+	}
+	delete(s.copies, spec.key)
 	s.imports[spec.key] = spec
 	s.rebuildLocked(spec.key)
 }
@@ -35,6 +47,11 @@ func (s *sources) setImport(spec *importSpec) {
 func (s *sources) deleteImport(key serviceKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.copies, key)
+	s.deleteImportLocked(key)
+}
+
+func (s *sources) deleteImportLocked(key serviceKey) {
 	if _, ok := s.imports[key]; !ok {
 		return
 	}

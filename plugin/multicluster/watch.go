@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/coredns/coredns/plugin/kubernetes/object"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,7 +53,7 @@ type watcher struct {
 
 	// ownServices makes the watcher cache local Services itself.
 	ownServices bool
-	services    cache.Store
+	services    cache.Indexer
 	servicesOK  func() bool
 
 	// retry is the first wait before another attempt while the CRD or a
@@ -84,8 +85,9 @@ func (w *watcher) start(onSynced func()) {
 	w.done = make(chan struct{})
 
 	if w.ownServices {
-		store, ctrl := newInformer("Service", serviceListWatch(w.kube), &corev1.Service{}, toService, w.guard(reasonServiceRBAC, "services"), w.retry, nil)
-		w.services = w.track("Service", store)
+		store, ctrl := newInformer("Service", serviceListWatch(w.kube), &corev1.Service{}, toService, w.guard(reasonServiceRBAC, "services"), w.retry, nil, clusterIPIndexers)
+		w.track("Service", store)
+		w.services = store
 		w.servicesOK = ctrl.HasSynced
 		go ctrl.RunWithContext(ctx)
 	}
@@ -99,8 +101,8 @@ func (w *watcher) start(onSynced func()) {
 
 		var synced []cache.InformerSynced
 		for _, ns := range w.watchNamespaces() {
-			is, ic := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), importObjectType(version), toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, importHandler(w.sources))
-			ss, sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), &discovery.EndpointSlice{}, toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), w.retry, sliceHandler(w.sources))
+			is, ic := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), importObjectType(version), toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, importHandler(w.sources), nil)
+			ss, sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), &discovery.EndpointSlice{}, toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), w.retry, sliceHandler(w.sources), nil)
 			w.track(kindServiceImport, is)
 			w.track(kindEndpointSlice, ss)
 			go ic.RunWithContext(ctx)
@@ -126,7 +128,9 @@ func (w *watcher) stop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for store, kind := range w.stores {
-		objects.WithLabelValues(kind).Sub(float64(len(store.ListKeys())))
+		for _, obj := range store.List() {
+			objects.WithLabelValues(metricKindOf(obj, kind)).Dec()
+		}
 	}
 	w.stores = nil
 }
@@ -317,15 +321,27 @@ func sliceHandler(s *sources) *handler {
 	}
 }
 
-// newInformer returns a store of converted objects and the controller that
-// fills it. Unlike a plain informer it logs an object that fails conversion
-// once per version and drops it (an earlier good version is withdrawn),
-// and it keeps the reflector quiet about errors onError turns into a
-// degraded state.
-func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, convert object.ToFunc, onError func(error), retry time.Duration, h *handler) (cache.Store, cache.Controller) {
-	store := cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)
+// metricKinded is a stored object that the objects gauge counts under a
+// kind of its own rather than its informer's.
+type metricKinded interface{ metricKind() string }
+
+// metricKindOf is the kind the objects gauge counts obj under.
+func metricKindOf(obj any, informerKind string) string {
+	if k, ok := obj.(metricKinded); ok {
+		return k.metricKind()
+	}
+	return informerKind
+}
+
+// newInformer returns a store of converted objects, with indexers if any,
+// and the controller that fills it. Unlike a plain informer it logs an object
+// that fails conversion once per version and drops it (an earlier good
+// version is withdrawn), and it keeps the reflector quiet about errors
+// onError turns into a degraded state.
+func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, convert object.ToFunc, onError func(error), retry time.Duration, h *handler, indexers cache.Indexers) (cache.Indexer, cache.Controller) {
+	store := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, indexers)
 	metricKind := strings.ToLower(kind)
-	count := objects.WithLabelValues(metricKind)
+	count := func(obj any) prometheus.Gauge { return objects.WithLabelValues(metricKindOf(obj, metricKind)) }
 	// skipped holds the version of each object dropped whole, which the store
 	// does not remember, so that a relist does not log it again. Only
 	// process, which runs on one goroutine, uses it. An object deleted while
@@ -351,7 +367,7 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 					skipped[key] = in.GetResourceVersion()
 					if exists {
 						_ = store.Delete(old)
-						count.Dec()
+						count(old).Dec()
 						if h != nil {
 							h.delete(old.(meta.Object))
 						}
@@ -370,7 +386,10 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 					return err
 				}
 				if !exists {
-					count.Inc()
+					count(out).Inc()
+				} else if before, after := metricKindOf(old, metricKind), metricKindOf(out, metricKind); before != after {
+					objects.WithLabelValues(before).Dec()
+					objects.WithLabelValues(after).Inc()
 				}
 				if h != nil {
 					h.set(out.(meta.Object))
@@ -391,7 +410,7 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 					continue
 				}
 				_ = store.Delete(old)
-				count.Dec()
+				count(old).Dec()
 				if h != nil {
 					h.delete(old.(meta.Object))
 				}

@@ -2,10 +2,15 @@ package multicluster
 
 import (
 	"context"
+	"errors"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
@@ -66,7 +71,7 @@ func TestInformersListThenWatch(t *testing.T) {
 			return watch.NewFake(), nil
 		},
 	}
-	_, ctrl := newInformer(kindServiceImport, lw, &mcsv1beta1.ServiceImport{}, toImportSpec, func(error) {}, time.Second, nil)
+	_, ctrl := newInformer(kindServiceImport, lw, &mcsv1beta1.ServiceImport{}, toImportSpec, func(error) {}, time.Second, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go ctrl.RunWithContext(ctx)
@@ -162,8 +167,8 @@ func TestWatchSkipsMalformedParts(t *testing.T) {
 	}
 	eventually(t, "the import", func() bool { return m.index.lookup("ns1", "odd") != nil })
 	v := m.index.lookup("ns1", "odd")
-	if got := ipsOf(v); len(got) != 2 || got[0] != "10.1.1.1" || got[1] != "fd00::1" {
-		t.Errorf("IPs %v, want [10.1.1.1 fd00::1]", got)
+	if got := ipsOf(v); !slices.Equal(got, []string{"10.1.1.1", "10.1.1.2", "fd00::1"}) {
+		t.Errorf("IPs %v, want [10.1.1.1 10.1.1.2 fd00::1]", got)
 	}
 	if len(v.ports) != 1 || v.ports[0].port != 80 {
 		t.Errorf("ports %+v, want only 80", v.ports)
@@ -281,4 +286,91 @@ func TestObjectsGauge(t *testing.T) {
 	if got := testutil.ToFloat64(gauge); got != before {
 		t.Errorf("after stop the gauge says %v, want %v", got, before)
 	}
+}
+
+// TestWatchPerClusterCopies: ServiceImports labelled
+// multicluster.kubernetes.io/service-name are counted under a kind of their
+// own, logged once however often they change, and never served.
+func TestWatchPerClusterCopies(t *testing.T) {
+	logs := captureLog(t)
+	m, _, mcs := startFakeWatcher(t)
+	ctx := context.Background()
+	copies, imports := objects.WithLabelValues(kindServiceImportCopy), objects.WithLabelValues("serviceimport")
+	copiesBefore, importsBefore := testutil.ToFloat64(copies), testutil.ToFloat64(imports)
+
+	si := serviceImport("submariner-operator", "web-shop-east", "10.42.0.1")
+	si.Labels = map[string]string{labelServiceName: "web", labelSourceCluster: "east"}
+	created, err := mcs.MulticlusterV1beta1().ServiceImports(si.Namespace).Create(ctx, si, meta.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the copy counted", func() bool { return testutil.ToFloat64(copies)-copiesBefore == 1 })
+	created.Spec.IPs = []string{"10.42.0.2"}
+	created.ResourceVersion = "2"
+	if _, err := mcs.MulticlusterV1beta1().ServiceImports(si.Namespace).Update(ctx, created, meta.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A real import after the copy: once it is served, the copy's update
+	// has been processed too (one informer, events in order).
+	if _, err := mcs.MulticlusterV1beta1().ServiceImports("shop").Create(ctx, serviceImport("shop", "web", "10.42.0.3"), meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the real import", func() bool { return m.index.lookup("shop", "web") != nil })
+	if got := testutil.ToFloat64(imports) - importsBefore; got != 1 {
+		t.Errorf("serviceimport objects +%v, want +1 (the copy is counted apart)", got)
+	}
+	if m.index.lookup("submariner-operator", "web-shop-east") != nil || m.index.hasNamespace("submariner-operator") {
+		t.Errorf("a per-cluster copy is served")
+	}
+	if n := logs.count("ServiceImport submariner-operator/web-shop-east is labelled"); n != 1 {
+		t.Errorf("the copy logged %d times, want once", n)
+	}
+	if err := mcs.MulticlusterV1beta1().ServiceImports(si.Namespace).Delete(ctx, si.Name, meta.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the copy uncounted", func() bool { return testutil.ToFloat64(copies) == copiesBefore })
+}
+
+// TestWatchDerivedService: without a kubernetes plugin the plugin's own
+// Service informer finds the Service an import's annotation names, by name
+// for A and by ClusterIP for PTR, and follows it.
+func TestWatchDerivedService(t *testing.T) {
+	m, kube, mcs := startFakeWatcher(t)
+	m.Zones = []string{"clusterset.local.", "in-addr.arpa."}
+	ctx := context.Background()
+	si := serviceImport("shop", "cart")
+	si.Annotations = map[string]string{annotationDerivedService: "derived-k2j3h4g5f6"}
+	if _, err := mcs.MulticlusterV1beta1().ServiceImports("shop").Create(ctx, si, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	derived := &corev1.Service{ObjectMeta: meta.ObjectMeta{Namespace: "shop", Name: "derived-k2j3h4g5f6"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.4.4", ClusterIPs: []string{"10.96.4.4"}}}
+	if _, err := kube.CoreV1().Services("shop").Create(ctx, derived, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a := test.Case{Qname: "cart.shop.svc.clusterset.local.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("cart.shop.svc.clusterset.local. 5 IN A 10.96.4.4")}}
+	eventually(t, "the derived Service to answer", func() bool { return answers(m, a) == nil })
+	checkCase(t, m, test.Case{Qname: "4.4.96.10.in-addr.arpa.", Qtype: dns.TypePTR, Answer: []dns.RR{test.PTR("4.4.96.10.in-addr.arpa. 5 IN PTR cart.shop.svc.clusterset.local.")}})
+	if err := kube.CoreV1().Services("shop").Delete(ctx, derived.Name, meta.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nodata := test.Case{Qname: "cart.shop.svc.clusterset.local.", Qtype: dns.TypeA, Ns: []dns.RR{soaOf("clusterset.local.")}}
+	eventually(t, "NODATA once the derived Service is gone", func() bool { return answers(m, nodata) == nil })
+}
+
+// answers returns what test.SortAndCheck says of m's reply to tc.
+func answers(m *Multicluster, tc test.Case) error {
+	rec := dnstest.NewRecorder(&test.ResponseWriter{})
+	if _, err := m.ServeDNS(context.Background(), rec, tc.Msg()); err != nil {
+		return err
+	}
+	if rec.Msg == nil {
+		return errors.New("no reply")
+	}
+	for _, rr := range rec.Msg.Ns {
+		if s, ok := rr.(*dns.SOA); ok {
+			s.Serial = 0
+		}
+	}
+	return test.SortAndCheck(rec.Msg, tc)
 }
