@@ -10,22 +10,20 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
-	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
-	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 
+	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
 
 // startMCSController runs the mcs-api reference controller (the
 // servicecontroller of sigs.k8s.io/mcs-api/controllers, built by the mcs set
-// of test/testbin) against the test API server as admin, until the test
-// ends. It watches every namespace.
-func startMCSController(t *testing.T) *harness.Output {
+// of test/testbin) as the admin of kubeconfig, until the test ends. It acts
+// in every namespace of that API server.
+func startMCSController(t *testing.T, kubeconfig string) *harness.Output {
 	t.Helper()
 	dir, err := testbin.Dir("mcs", "servicecontroller")
 	if err != nil {
@@ -37,7 +35,7 @@ func startMCSController(t *testing.T) *harness.Output {
 	out := &harness.Output{}
 	// Port 0 turns its metrics server off; it serves no webhooks and runs no
 	// leader election unless asked.
-	cmd := exec.Command(dir+"/servicecontroller", "--kubeconfig="+cp.Kubeconfig, "--metrics-addr=0")
+	cmd := exec.Command(dir+"/servicecontroller", "--kubeconfig="+kubeconfig, "--metrics-addr=0")
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -54,56 +52,42 @@ func startMCSController(t *testing.T) *harness.Output {
 	return out
 }
 
-// TestMCSAPIController runs the mcs-api reference controller on the objects
-// a simple MCS controller writes: a ClusterSetIP import without spec.ips and
-// its EndpointSlice, and a headless import whose slices name no source
-// cluster. Before the controller runs, the ClusterSetIP name answers the
-// slice's ready address; once it has annotated the import, created the
-// derived Service and copied its ClusterIP into spec.ips
+// TestMCSAPIController applies the objects a simple MCS controller writes
+// (testdata/interop/mcs-api: a ClusterSetIP import and its slices, a
+// headless import whose slices name no source cluster), then runs the
+// mcs-api reference controller on them. Before it runs, the ClusterSetIP
+// name answers the slices' ready addresses; once it has annotated the
+// import, created the derived Service and copied its ClusterIP into spec.ips
 // (controllers/serviceimport.go and service.go of that module), the same
 // names answer that ClusterIP, and its PTR is the import's name.
+//
+// The controller acts in every namespace, so it gets an API server of its
+// own, away from the other tests' objects.
 func TestMCSAPIController(t *testing.T) {
-	s := startServer(t, corefileWith, true)
-	ns := namespace(t, "mcsapi")
+	own := startOwnCluster(t, controlplane.Options{InstallCRDs: true})
+	s := startServer(t, strings.ReplaceAll(corefileWith, "{{.Kubeconfig}}", own.cp.Kubeconfig), true)
+	n := names{t: t, s: s, ns: "interop-mcs-api"}
 	ctx := context.Background()
-	imports := mcs.MulticlusterV1alpha1().ServiceImports(ns)
+	imports := own.mcs.MulticlusterV1alpha1().ServiceImports(n.ns)
 
-	// What a simple controller writes (the inputs of the reference
-	// controller, whose import type is v1alpha1).
-	port := []mcsv1alpha1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}
-	if _, err := imports.Create(ctx, &mcsv1alpha1.ServiceImport{
-		ObjectMeta: meta.ObjectMeta{Namespace: ns, Name: "web"},
-		Spec:       mcsv1alpha1.ServiceImportSpec{Type: mcsv1alpha1.ClusterSetIP, Ports: port},
-	}, meta.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := imports.Create(ctx, &mcsv1alpha1.ServiceImport{
-		ObjectMeta: meta.ObjectMeta{Namespace: ns, Name: "db"},
-		Spec:       mcsv1alpha1.ServiceImportSpec{Type: mcsv1alpha1.Headless, Ports: port},
-	}, meta.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	createLabelledSlice(t, ns, "web-east", map[string]string{mcsv1alpha1.LabelServiceName: "web", mcsv1alpha1.LabelSourceCluster: "east"},
-		discovery.Endpoint{Addresses: []string{"10.244.0.10"}, Conditions: discovery.EndpointConditions{Ready: ptr.To(true)}})
-	dbSlice := createLabelledSlice(t, ns, "db-abcde", map[string]string{mcsv1alpha1.LabelServiceName: "db"},
-		discovery.Endpoint{Addresses: []string{"10.244.0.21"}, Hostname: ptr.To("db-0")},
-		discovery.Endpoint{Addresses: []string{"10.244.0.22"}, Hostname: ptr.To("db-1")})
-
-	web, webLocal := "web."+ns+".svc.clusterset.local.", "web."+ns+".svc.cluster.local."
-	db, dbLocal := "db."+ns+".svc.clusterset.local.", "db."+ns+".svc.cluster.local."
-	expectAddresses(t, s, web, dns.TypeA, propagation, "10.244.0.10")
-	expectAddresses(t, s, webLocal, dns.TypeA, propagation, "10.244.0.10")
-	expectAddresses(t, s, db, dns.TypeA, propagation, "10.244.0.21", "10.244.0.22")
-	expectAddresses(t, s, dbLocal, dns.TypeA, propagation, "10.244.0.21", "10.244.0.22")
-	// A slice without a source cluster makes no host.cluster names.
-	expectRcode(t, s, "db-0.db."+ns+".svc.clusterset.local.", dns.TypeA, propagation, dns.RcodeNameError)
+	applyFixture(t, own.cp.Config, "mcs-api", "00-namespace.yaml", "10-inputs.yaml")
+	web, db := n.svc("web", "clusterset.local"), n.svc("db", "clusterset.local")
+	n.a("web", "10.244.4.10", "10.245.4.10")
+	n.a("db", "10.244.5.20", "10.244.5.21", "10.245.5.20", "10.245.5.21")
+	// Slices without a source cluster make no host.cluster names: one SRV
+	// per port at the service's own name.
+	n.nxdomain("db-0.east." + db)
+	n.srv("_postgres._tcp."+db, []string{"5432 " + db},
+		[]string{db + "=10.244.5.20", db + "=10.244.5.21", db + "=10.245.5.20", db + "=10.245.5.21"})
+	expectPTR(t, s, "10.245.5.21", db)
+	applyFixture(t, own.cp.Config, "mcs-api", "20-west-web-not-ready.yaml")
+	n.a("web", "10.244.4.10")
 
 	started := time.Now()
-	ctrlLog := startMCSController(t)
+	ctrlLog := startMCSController(t, own.cp.Kubeconfig)
 
-	// The controller annotates the import, creates the derived Service and
-	// copies its ClusterIPs into spec.ips. Wait for each, so that the test
-	// shows what the controller wrote, not what it was assumed to write.
+	// Wait for what the controller writes, so that the test shows what it
+	// wrote, not what it was assumed to write.
 	var derivedName, clusterIP string
 	eventually(t, 30*time.Second, "the controller to fill in spec.ips", func() (bool, string) {
 		si, err := imports.Get(ctx, "web", meta.GetOptions{})
@@ -119,20 +103,23 @@ func TestMCSAPIController(t *testing.T) {
 	})
 	t.Logf("the controller annotated the import (%s) and wrote spec.ips %s %s after it started",
 		derivedName, clusterIP, time.Since(started).Round(time.Millisecond))
-	derived, err := kube.CoreV1().Services(ns).Get(ctx, derivedName, meta.GetOptions{})
+	// The name testdata/interop/README.md predicts, from controllers/common.go.
+	if derivedName != "derived-sgrakjc4b4" {
+		t.Errorf("derived Service %q, want derived-sgrakjc4b4", derivedName)
+	}
+	derived, err := own.kube.CoreV1().Services(n.ns).Get(ctx, derivedName, meta.GetOptions{})
 	if err != nil {
 		t.Fatalf("the derived Service %s: %v", derivedName, err)
 	}
 	if derived.Spec.ClusterIP != clusterIP {
 		t.Fatalf("spec.ips %s, but the derived Service has ClusterIP %s", clusterIP, derived.Spec.ClusterIP)
 	}
-	expectAddresses(t, s, web, dns.TypeA, propagation, clusterIP)
-	expectAddresses(t, s, webLocal, dns.TypeA, propagation, clusterIP)
-	expectRecords(t, s, "_http._tcp."+webLocal, dns.TypeSRV, dns.RcodeSuccess,
-		[]string{"_http._tcp." + webLocal + " 5 IN SRV 0 100 80 " + webLocal}, []string{webLocal + " 5 IN A " + clusterIP})
+	n.a("web", clusterIP)
+	webLocal := n.svc("web", "cluster.local")
+	n.srv("_http._tcp."+webLocal, []string{"80 " + webLocal}, []string{webLocal + "=" + clusterIP})
 	expectPTR(t, s, clusterIP, web)
 	// The derived Service's own name is the kubernetes plugin's, untouched.
-	expectAddresses(t, s, derivedName+"."+ns+".svc.cluster.local.", dns.TypeA, propagation, clusterIP)
+	n.addresses(derivedName+"."+n.ns+".svc.cluster.local.", dns.TypeA, clusterIP)
 
 	// With spec.ips cleared, the derived-service annotation the controller
 	// wrote is what answers. The controller copies ClusterIPs only when the
@@ -149,40 +136,20 @@ func TestMCSAPIController(t *testing.T) {
 		si, err := imports.Get(ctx, "web", meta.GetOptions{})
 		return err == nil && len(si.Spec.IPs) == 0, fmt.Sprint(si.Spec.IPs, err)
 	})
-	expectAddresses(t, s, web, dns.TypeA, propagation, clusterIP)
+	n.a("web", clusterIP)
 	expectPTR(t, s, clusterIP, web)
 
 	// The controller ignores headless imports (shouldIgnoreImport), but
 	// relabels every multicluster slice for its derived Service
 	// (controllers/endpointslice.go): the headless import answers on.
-	eventually(t, 10*time.Second, "the controller to label the headless slice", func() (bool, string) {
-		es, err := kube.DiscoveryV1().EndpointSlices(ns).Get(ctx, dbSlice.Name, meta.GetOptions{})
+	eventually(t, 10*time.Second, "the controller to label the headless slices", func() (bool, string) {
+		es, err := own.kube.DiscoveryV1().EndpointSlices(n.ns).Get(ctx, "db-c8x5v", meta.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		return strings.HasPrefix(es.Labels[discovery.LabelServiceName], "derived-"), fmt.Sprint(es.Labels)
 	})
-	expectAddresses(t, s, db, dns.TypeA, propagation, "10.244.0.21", "10.244.0.22")
-	// An endpoint turns not ready: it leaves the answer.
-	updateSlice(t, ns, dbSlice.Name, func(es *discovery.EndpointSlice) { es.Endpoints[1].Conditions.Ready = ptr.To(false) })
-	expectAddresses(t, s, dbLocal, dns.TypeA, propagation, "10.244.0.21")
-	expectPTR(t, s, "10.244.0.21", db)
-}
-
-// createLabelledSlice creates an IPv4 EndpointSlice with labels and port
-// http 80/TCP, as an MCS controller writes one.
-func createLabelledSlice(t *testing.T, ns, name string, labels map[string]string, endpoints ...discovery.Endpoint) *discovery.EndpointSlice {
-	t.Helper()
-	es, err := kube.DiscoveryV1().EndpointSlices(ns).Create(context.Background(), &discovery.EndpointSlice{
-		ObjectMeta:  meta.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
-		AddressType: discovery.AddressTypeIPv4,
-		Endpoints:   endpoints,
-		Ports:       []discovery.EndpointPort{{Name: ptr.To("http"), Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To[int32](80)}},
-	}, meta.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return es
+	n.a("db", "10.244.5.20", "10.244.5.21", "10.245.5.20", "10.245.5.21")
 }
 
 // updateSlice changes the EndpointSlice ns/name with mutate, retrying on
