@@ -101,7 +101,7 @@ func (m *Multicluster) startWatching() error {
 		mcs:         mcs,
 		namespaces:  slices.Sorted(mapKeys(m.namespaces)),
 		sources:     m.sources,
-		health:      newHealth(func(reason *string) { m.degraded.Store(reason) }),
+		health:      newHealth(func(d *degradation) { m.degraded.Store(d) }),
 		ownServices: m.local == nil,
 		dynamic:     dyn,
 		retry:       time.Second,
