@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -32,23 +31,9 @@ func startMCSController(t *testing.T, kubeconfig string) *harness.Output {
 		}
 		t.Skipf("skipping: the mcs-api controller is unavailable (%s mcs): %v", testbin.Script, err)
 	}
-	out := &harness.Output{}
 	// Port 0 turns its metrics server off; it serves no webhooks and runs no
 	// leader election unless asked.
-	cmd := exec.Command(dir+"/servicecontroller", "--kubeconfig="+kubeconfig, "--metrics-addr=0")
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("servicecontroller log:\n%s", out.String())
-		}
-	})
+	out, _ := startProcess(t, "servicecontroller", dir+"/servicecontroller", "--kubeconfig="+kubeconfig, "--metrics-addr=0")
 	return out
 }
 
