@@ -37,7 +37,7 @@ func startServer(t *testing.T, corefile string, waitReady bool) *server {
 		t.Fatal(err)
 	}
 	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", port), ready: fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort)}
-	s.log = harness.StartCoreDNS(t, binary, path, s.addr, func() bool { return !waitReady || s.isReady() })
+	s.log = harness.StartCoreDNS(t, "coredns", binary, path, s.addr, func() bool { return !waitReady || s.isReady() })
 	return s
 }
 

@@ -76,7 +76,7 @@ func startCoreDNS(t *testing.T, name, kubeconfig string, withMulticluster bool) 
 		t.Fatal(err)
 	}
 	s := &server{name: name, addr: addr}
-	s.log = harness.StartCoreDNS(t, binary, path, addr, func() bool { return harness.HTTPOK(ready) })
+	s.log = harness.StartCoreDNS(t, "coredns "+name, binary, path, addr, func() bool { return harness.HTTPOK(ready) })
 	return s
 }
 

@@ -16,13 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
 
+	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
 	"github.com/coredns-mcs/coredns-mcs/test/karmada"
 )
 
@@ -67,36 +66,22 @@ func guideManifests(t *testing.T, name string) []*unstructured.Unstructured {
 // in namespace ns, as `kubectl apply --server-side` does, and returns them.
 func applyGuide(t *testing.T, name, ns string) []*unstructured.Unstructured {
 	t.Helper()
-	groups, err := restmapper.GetAPIGroupResources(kmd.Kube().Discovery())
-	if err != nil {
-		t.Fatalf("discover karmada-apiserver: %v", err)
-	}
-	mapper := restmapper.NewDiscoveryRESTMapper(groups)
 	objects := guideManifests(t, name)
-	for _, obj := range objects {
-		gvk := obj.GroupVersionKind()
-		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			t.Fatalf("%s: %v", gvk, err)
-		}
-		applyObject(t, mapping.Resource, ns, obj)
-	}
+	applyObjects(t, ns, objects...)
 	return objects
 }
 
-// applyObject applies obj to karmada-apiserver in namespace ns with
-// server-side apply, field manager "kubectl".
-func applyObject(t *testing.T, resource schema.GroupVersionResource, ns string, obj *unstructured.Unstructured) {
+// applyObjects server-side applies objects to karmada-apiserver in
+// namespace ns.
+func applyObjects(t *testing.T, ns string, objects ...*unstructured.Unstructured) {
 	t.Helper()
-	obj.SetNamespace(ns)
-	data, err := obj.MarshalJSON()
-	if err != nil {
-		t.Fatal(err)
+	var manifests []apply.Manifest
+	for _, obj := range objects {
+		obj.SetNamespace(ns)
+		manifests = append(manifests, apply.Manifest{Object: obj, Source: "docs/karmada.md"})
 	}
-	_, err = kmd.Dynamic().Resource(resource).Namespace(ns).Patch(t.Context(), obj.GetName(), types.ApplyPatchType, data,
-		metav1.PatchOptions{FieldManager: "kubectl", Force: ptr.To(true)})
-	if err != nil {
-		t.Fatalf("apply %s %s/%s to karmada-apiserver: %v", obj.GetKind(), ns, obj.GetName(), err)
+	if err := apply.Apply(t.Context(), kmd.Config(), manifests); err != nil {
+		t.Fatalf("apply to karmada-apiserver: %v", err)
 	}
 }
 

@@ -130,7 +130,7 @@ func TestWalkthrough(t *testing.T) {
 		if err := unstructured.SetNestedStringSlice(policy.Object, []string{karmada.Member1, karmada.Member2}, "spec", "placement", "clusterAffinity", "clusterNames"); err != nil {
 			t.Fatal(err)
 		}
-		applyObject(t, karmada.PropagationPolicyResource, ns, policy)
+		applyObjects(t, ns, policy)
 		derived1 := waitImported(t, ns, karmada.Member1, member1, member1Dyn)
 		with1.await(t, within, setName, dns.TypeA, answer{dns.RcodeSuccess, []string{a(setName, derived1)}})
 		for _, q := range []struct {

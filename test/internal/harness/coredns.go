@@ -29,36 +29,45 @@ func CoreDNSBinary(dir string) (string, error) {
 	return out, nil
 }
 
-// StartCoreDNS runs binary with the Corefile at path, whose server listens
-// on addr, and waits up to 30 s until it answers over UDP and TCP and ready
-// (if not nil) holds. The process is killed when t ends; if t failed, its
-// output is logged. It returns that output.
-func StartCoreDNS(t testing.TB, binary, path, addr string, ready func() bool) *Output {
+// StartProcess runs the program bin with args until the test ends, when it
+// is killed; its output is collected, and logged if the test failed. exited
+// is closed when it ends.
+func StartProcess(t testing.TB, name, bin string, args ...string) (out *Output, exited <-chan struct{}) {
 	t.Helper()
-	log := &Output{}
-	cmd := exec.Command(binary, "-conf", path)
-	cmd.Stdout, cmd.Stderr = log, log
+	out = &Output{}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		<-exited
+		<-done
 		if t.Failed() {
-			t.Logf("coredns on %s, log:\n%s", addr, log.String())
+			t.Logf("%s log:\n%s", name, out.String())
 		}
 	})
+	return out, done
+}
+
+// StartCoreDNS runs binary with the Corefile at path, whose server listens
+// on addr, until the test ends (see StartProcess), and waits up to 30 s
+// until it answers over UDP and TCP and ready (if not nil) holds. name is
+// used in messages.
+func StartCoreDNS(t testing.TB, name, binary, path, addr string, ready func() bool) *Output {
+	t.Helper()
+	log, exited := StartProcess(t, name, binary, "-conf", path)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		select {
 		case <-exited:
-			t.Fatalf("coredns exited:\n%s", log.String())
+			t.Fatalf("%s exited:\n%s", name, log.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("coredns not ready after 30s:\n%s", log.String())
+			t.Fatalf("%s not ready after 30s:\n%s", name, log.String())
 		}
 		if Serving(addr) && (ready == nil || ready()) {
 			return log
