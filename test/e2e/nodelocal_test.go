@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
-	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
 
 // NodeLocal DNSCache (k8s.io/dns node-cache) is CoreDNS with a Corefile
@@ -45,20 +44,7 @@ const installNodeLocalCorefile = `sed "s/__PILLAR__LOCAL__DNS__/$localdns/g; s/_
 
 // corefileClusterDNS is the kube-system Corefile with the log plugin, which
 // shows the queries node-local-dns forwards.
-const corefileClusterDNS = `.:{{.Port}} {
-    ready 127.0.0.1:{{.ReadyPort}}
-    log
-    multicluster clusterset.local in-addr.arpa ip6.arpa {
-        kubeconfig {{.Kubeconfig}}
-        fallback cluster.local
-    }
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-        kubeconfig {{.Kubeconfig}}
-        pods insecure
-        fallthrough in-addr.arpa ip6.arpa
-    }
-}
-`
+var corefileClusterDNS = strings.Replace(corefileWith, "\n    ready ", "\n    log\n    ready ", 1)
 
 // corefileInternet stands for the node's upstream resolvers: it knows no
 // clusterset.local (nor anything else), and logs what it is asked.
@@ -143,13 +129,7 @@ func nodeCacheCorefile(t *testing.T, installed, clusterDNS, upstream string) (co
 // control plane; script is a bash pipeline in which "kubectl" is that one.
 func kubectlFor(t *testing.T) func(dir, script string, env ...string) string {
 	t.Helper()
-	bin, err := testbin.Dir("kube", "kubectl")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("kubectl is required in CI: %v", err)
-		}
-		t.Skipf("skipping: kubectl is unavailable (%s kube): %v", testbin.Script, err)
-	}
+	bin := testBinaries(t, "kube", "kubectl")
 	return func(dir, script string, env ...string) string {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
