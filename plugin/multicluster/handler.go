@@ -212,7 +212,7 @@ func (m *Multicluster) serveClusterset(ctx context.Context, w dns.ResponseWriter
 		// Not synced, or the API to sync from is missing: say so rather than
 		// deny names that may well exist.
 		m.counters.request(server, zoneClusterset, outcomeServfail)
-		return true, dns.RcodeServerFailure, nil
+		return m.servfail(w, r)
 	}
 	q := r.Question[0]
 	zone = q.Name[len(q.Name)-len(zone):]
@@ -242,6 +242,27 @@ func (m *Multicluster) serveReverse(ctx context.Context, w dns.ResponseWriter, r
 		return false, 0, nil
 	}
 	return m.write(w, r, q.Name[len(q.Name)-len(zone):], a, metrics.WithServer(ctx), zoneReverse)
+}
+
+// servfail writes SERVFAIL for a clusterset name the plugin cannot answer:
+// its caches have not synced, or it is degraded. To a client that speaks
+// EDNS0 it says why, in an Extended DNS Error (RFC 8914): Not Ready while
+// unsynced, otherwise the cause of the degradation.
+func (m *Multicluster) servfail(w dns.ResponseWriter, r *dns.Msg) (handled bool, rcode int, err error) {
+	resp := new(dns.Msg)
+	resp.SetRcode(r, dns.RcodeServerFailure)
+	if opt := r.IsEdns0(); opt != nil {
+		ede := &dns.EDNS0_EDE{InfoCode: dns.ExtendedErrorCodeNotReady, ExtraText: "multicluster caches not synced"}
+		if d := m.degraded.Load(); d != nil {
+			ede.InfoCode, ede.ExtraText = d.infoCode, d.text
+		}
+		resp.SetEdns0(opt.UDPSize(), opt.Do())
+		o := resp.IsEdns0()
+		o.Option = append(o.Option, ede)
+	}
+	w.WriteMsg(resp)
+	// Written: the server must not write an answer of its own.
+	return true, dns.RcodeSuccess, nil
 }
 
 // write sends a, with the SOA of zone in the authority section of negative

@@ -194,8 +194,14 @@ func checkCase(t *testing.T, m *Multicluster, tc test.Case) {
 }
 
 // rcodeOf returns what ServeDNS returns for a query.
+// rcodeOf is the rcode of m's reply to name, whether m wrote it or left the
+// server to write it.
 func rcodeOf(m *Multicluster, name string, qtype uint16) int {
-	rcode, _ := m.ServeDNS(context.Background(), dnstest.NewRecorder(&test.ResponseWriter{}), test.Case{Qname: name, Qtype: qtype}.Msg())
+	rec := dnstest.NewRecorder(&test.ResponseWriter{})
+	rcode, _ := m.ServeDNS(context.Background(), rec, test.Case{Qname: name, Qtype: qtype}.Msg())
+	if rec.Msg != nil {
+		return rec.Msg.Rcode
+	}
 	return rcode
 }
 
@@ -269,8 +275,7 @@ func TestFallbackPassesUntilSynced(t *testing.T) {
 
 func TestDegradedServfailsClustersetAndPassesFallback(t *testing.T) {
 	m, next := newTestPlugin(t, testImports, testLocal)
-	reason := "the ServiceImport CRD is not installed"
-	m.degraded.Store(&reason)
+	m.degraded.Store(&degradation{message: "the ServiceImport CRD is not installed", infoCode: dns.ExtendedErrorCodeOther, text: "ServiceImport CRD not installed"})
 	if !m.Ready() {
 		t.Errorf("degraded plugin must report ready")
 	}

@@ -2,6 +2,7 @@ package multicluster
 
 import (
 	"cmp"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -170,6 +171,17 @@ func (x *index) hasDerived() bool {
 	n := len(x.derivedBy)
 	x.mu.RUnlock()
 	return n > 0
+}
+
+// snapshot returns every view, ordered by namespace and name.
+func (x *index) snapshot() []*view {
+	x.mu.RLock()
+	views := slices.Collect(maps.Values(x.views))
+	x.mu.RUnlock()
+	slices.SortFunc(views, func(a, b *view) int {
+		return cmp.Or(cmp.Compare(a.key.namespace, b.key.namespace), cmp.Compare(a.key.name, b.key.name))
+	})
+	return views
 }
 
 // len returns the number of services in the index.

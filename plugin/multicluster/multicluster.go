@@ -64,8 +64,16 @@ type Multicluster struct {
 	// synced is true once every informer has synced.
 	synced atomic.Bool
 	// degraded holds why the clusterset zones cannot be served (a missing CRD
-	// or RBAC rule), or nil.
-	degraded atomic.Pointer[string]
+	// or RBAC rule, an unreachable API server at start), or nil.
+	degraded atomic.Pointer[degradation]
+}
+
+// degradation is why the plugin is degraded: the log's message, and the
+// Extended DNS Error (RFC 8914) its SERVFAIL answers carry.
+type degradation struct {
+	message  string
+	infoCode uint16
+	text     string
 }
 
 // New returns a Multicluster with the defaults of the Corefile syntax.

@@ -80,7 +80,7 @@ func fakeClients() (*kubefake.Clientset, *mcsfake.Clientset) {
 func runWatcher(t *testing.T, m *Multicluster, kube *kubefake.Clientset, mcs *mcsfake.Clientset) (synced chan struct{}) {
 	t.Helper()
 	w := &watcher{kube: kube, mcs: mcs, sources: m.sources, retry: 10 * time.Millisecond,
-		health: newHealth(func(r *string) { m.degraded.Store(r) })}
+		health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
 	synced = make(chan struct{})
 	w.start(func() { m.synced.Store(true); close(synced) })
 	m.watch = w
@@ -199,7 +199,7 @@ func TestWatchHealsAfterCRDReturns(t *testing.T) {
 	m := New()
 	synced := runWatcher(t, m, kube, mcs)
 	waitFor(t, 5*time.Second, "three lists answered NotFound", func() bool { return refusals.Load() >= 3 })
-	if r := m.degraded.Load(); r == nil || !strings.Contains(*r, "manifests/crds") {
+	if r := m.degraded.Load(); r == nil || !strings.Contains(r.message, "manifests/crds") {
 		t.Fatalf("degraded = %v, want the missing CRD and manifests/crds", r)
 	}
 	if got := testutil.ToFloat64(degradedGauge.WithLabelValues(reasonCRD)); got != 1 {

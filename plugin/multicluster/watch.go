@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/coredns/coredns/plugin/kubernetes/object"
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
@@ -163,7 +166,11 @@ func (w *watcher) discover(ctx context.Context) (string, bool) {
 			w.health.clear(reasonCRD)
 			return version, true
 		}
-		w.health.set(reasonCRD, err.Error())
+		if errors.Is(err, errCRDMissing) {
+			w.health.set(reasonCRD, err.Error(), dns.ExtendedErrorCodeOther, "ServiceImport CRD not installed")
+		} else {
+			w.health.set(reasonCRD, err.Error(), dns.ExtendedErrorCodeNetworkError, "Kubernetes API unreachable")
+		}
 		select {
 		case <-ctx.Done():
 			return "", false
@@ -216,9 +223,10 @@ func (w *watcher) guard(reason, resource string) func(error) {
 				w.health.clear(reasonCRD)
 			}
 		case apierrors.IsForbidden(err):
-			w.health.set(reason, fmt.Sprintf("not allowed to list and watch %s: grant the ClusterRole in manifests/rbac (%v)", resource, err))
+			w.health.set(reason, fmt.Sprintf("not allowed to list and watch %s: grant the ClusterRole in manifests/rbac (%v)", resource, err),
+				dns.ExtendedErrorCodeOther, "RBAC forbids "+forbiddenVerb(err)+" on "+resource)
 		case apierrors.IsNotFound(err) && reason == reasonImportRBAC:
-			w.health.set(reasonCRD, errCRDMissing.Error())
+			w.health.set(reasonCRD, errCRDMissing.Error(), dns.ExtendedErrorCodeOther, "ServiceImport CRD not installed")
 		}
 	}
 }
@@ -520,22 +528,24 @@ func retryRefused[T any](ctx context.Context, retry time.Duration, report func(e
 // appears and when it clears, not on every retry.
 type health struct {
 	mu      sync.Mutex
-	reasons map[string]string
-	publish func(*string) // sets the plugin's degraded state
+	reasons map[string]degradation
+	publish func(*degradation) // sets the plugin's degraded state
 }
 
-func newHealth(publish func(*string)) *health {
-	return &health{reasons: map[string]string{}, publish: publish}
+func newHealth(publish func(*degradation)) *health {
+	return &health{reasons: map[string]degradation{}, publish: publish}
 }
 
-func (h *health) set(reason, msg string) {
+// set records reason, with the log message and the Extended DNS Error
+// (info code, short text) that SERVFAIL answers carry while it lasts.
+func (h *health) set(reason, msg string, infoCode uint16, text string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.reasons[reason]; !ok {
 		log.Errorf("Degraded, clusterset zones answer SERVFAIL until this is fixed: %s", msg)
 		degradedGauge.WithLabelValues(reason).Set(1)
 	}
-	h.reasons[reason] = msg
+	h.reasons[reason] = degradation{message: msg, infoCode: infoCode, text: text}
 	h.publishLocked()
 }
 
@@ -551,16 +561,32 @@ func (h *health) clear(reason string) {
 	h.publishLocked()
 }
 
+// publishLocked publishes every message, and the Extended DNS Error of the
+// first reason in name order, so that it does not change from query to
+// query.
 func (h *health) publishLocked() {
 	if len(h.reasons) == 0 {
 		h.publish(nil)
 		return
 	}
-	msgs := make([]string, 0, len(h.reasons))
-	for _, m := range h.reasons {
-		msgs = append(msgs, m)
+	reasons := slices.Sorted(maps.Keys(h.reasons))
+	msgs := make([]string, 0, len(reasons))
+	for _, r := range reasons {
+		msgs = append(msgs, h.reasons[r].message)
 	}
 	slices.Sort(msgs)
-	msg := strings.Join(msgs, "; ")
-	h.publish(&msg)
+	d := h.reasons[reasons[0]]
+	d.message = strings.Join(msgs, "; ")
+	h.publish(&d)
 }
+
+// forbiddenVerb is the verb a Forbidden error from the API server names
+// ("... cannot watch resource ..."), or "list and watch".
+func forbiddenVerb(err error) string {
+	if m := forbiddenVerbRE.FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
+	}
+	return "list and watch"
+}
+
+var forbiddenVerbRE = regexp.MustCompile(`cannot (\w+) resource`)

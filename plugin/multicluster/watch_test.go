@@ -43,7 +43,7 @@ func startFakeWatcher(t *testing.T, namespaces ...string) (*Multicluster, *kubef
 		m.namespaces[ns] = struct{}{}
 	}
 	w := &watcher{kube: kube, mcs: mcs, namespaces: namespaces, sources: m.sources, ownServices: true, retry: 10 * time.Millisecond,
-		health: newHealth(func(r *string) { m.degraded.Store(r) })}
+		health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
 	synced := make(chan struct{})
 	w.start(func() { m.synced.Store(true); close(synced) })
 	m.local = informerServices{store: w.services, synced: w.servicesOK}
@@ -257,7 +257,7 @@ func TestWatchDegradedUntilCRD(t *testing.T) {
 	kube := kubefake.NewClientset() // its discovery serves no multicluster.x-k8s.io
 	m := New()
 	w := &watcher{kube: kube, mcs: mcsfake.NewSimpleClientset(), sources: m.sources, retry: 10 * time.Millisecond,
-		health: newHealth(func(r *string) { m.degraded.Store(r) })}
+		health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
 	synced := make(chan struct{})
 	w.start(func() { m.synced.Store(true); close(synced) })
 	t.Cleanup(w.stop)
@@ -392,7 +392,7 @@ func TestWatchClusterID(t *testing.T) {
 	mcs := mcsfake.NewSimpleClientset()
 	m, _ := newTestPlugin(t, nil, fakeLocal{})
 	w := &watcher{kube: kube, mcs: mcs, dynamic: dyn, sources: m.sources, retry: 10 * time.Millisecond,
-		health: newHealth(func(r *string) { m.degraded.Store(r) })}
+		health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
 	w.start(func() {})
 	t.Cleanup(w.stop)
 
@@ -426,7 +426,7 @@ func TestWatchClusterID(t *testing.T) {
 	}
 	eventually(t, "the id to go", func() bool { return m.sources.localCluster() == "" })
 	if m.degraded.Load() != nil {
-		t.Errorf("degraded: %s", *m.degraded.Load())
+		t.Errorf("degraded: %s", m.degraded.Load().message)
 	}
 }
 
@@ -438,7 +438,7 @@ func TestWatchClusterIDNotInstalled(t *testing.T) {
 	m, _ := newTestPlugin(t, nil, fakeLocal{})
 	m.synced.Store(false)
 	w := &watcher{kube: kube, mcs: mcs, dynamic: dyn, sources: m.sources, retry: 10 * time.Millisecond,
-		health: newHealth(func(r *string) { m.degraded.Store(r) })}
+		health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
 	synced := make(chan struct{})
 	w.start(func() { m.synced.Store(true); close(synced) })
 	t.Cleanup(w.stop)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,31 +15,22 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 
-// corefileAutopath is the kube-system Corefile with autopath, which needs
-// the kubernetes plugin's pod cache (pods verified), metrics on
-// {{.MetricsPort}}, and the rest of the world at {{.Upstream}}; plain leaves
-// multicluster out.
-func corefileAutopath(plain bool) string {
-	multicluster := `
-    multicluster clusterset.local in-addr.arpa ip6.arpa {
-        kubeconfig {{.Kubeconfig}}
-        fallback cluster.local
-    }`
-	if plain {
-		multicluster = ""
+// corefileAutopath is the kube-system Corefile with metrics
+// (resilienceCorefile), plus autopath, which needs the kubernetes plugin's
+// pod cache (pods verified), and the rest of the world at upstream; plain
+// leaves multicluster out.
+func corefileAutopath(metricsPort int, upstream string, plain bool) string {
+	corefile := strings.NewReplacer(
+		"\n    kubernetes ", "\n    autopath @kubernetes\n    kubernetes ",
+		"pods insecure", "pods verified",
+		"    }\n}\n", "    }\n    forward . "+upstream+"\n}\n",
+	).Replace(resilienceCorefile(cp.Kubeconfig, metricsPort, plain))
+	for _, want := range []string{"autopath", "pods verified", "forward"} {
+		if !strings.Contains(corefile, want) {
+			panic("the kube-system Corefile changed shape: no " + want + " in\n" + corefile)
+		}
 	}
-	return `.:{{.Port}} {
-    ready 127.0.0.1:{{.ReadyPort}}
-    prometheus 127.0.0.1:{{.MetricsPort}}
-    autopath @kubernetes` + multicluster + `
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-        kubeconfig {{.Kubeconfig}}
-        pods verified
-        fallthrough in-addr.arpa ip6.arpa
-    }
-    forward . {{.Upstream}}
-}
-`
+	return corefile
 }
 
 // queryFrom asks s for name over UDP from the local address source, as a
@@ -102,8 +92,7 @@ func TestAutopath(t *testing.T) {
 	internet := startServer(t, corefileInternet, false)
 	start := func(plain bool) (*server, string) {
 		port := harness.FreePort(t)
-		corefile := strings.NewReplacer("{{.MetricsPort}}", strconv.Itoa(port), "{{.Upstream}}", internet.addr).Replace(corefileAutopath(plain))
-		return startServer(t, corefile, true), fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
+		return startServer(t, corefileAutopath(port, internet.addr, plain), true), fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 	}
 	with, metrics := start(false)
 	without, _ := start(true)

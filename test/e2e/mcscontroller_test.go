@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -41,23 +40,9 @@ func testBinaries(t *testing.T, set string, want ...string) string {
 func startMCSController(t *testing.T, kubeconfig string) *harness.Output {
 	t.Helper()
 	dir := testBinaries(t, "mcs", "servicecontroller")
-	out := &harness.Output{}
 	// Port 0 turns its metrics server off; it serves no webhooks and runs no
 	// leader election unless asked.
-	cmd := exec.Command(dir+"/servicecontroller", "--kubeconfig="+kubeconfig, "--metrics-addr=0")
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("servicecontroller log:\n%s", out.String())
-		}
-	})
+	out, _ := startProcess(t, "servicecontroller", dir+"/servicecontroller", "--kubeconfig="+kubeconfig, "--metrics-addr=0")
 	return out
 }
 

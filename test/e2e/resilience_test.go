@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -94,13 +95,14 @@ func (c *ownCluster) grant(t *testing.T, name, user string, rules ...rbacv1.Poli
 }
 
 // resilienceCorefile is the kube-system Corefile with metrics, reading the
-// API server of kubeconfig; without multicluster when plain is set.
-func resilienceCorefile(kubeconfig string, metricsPort int, plain bool) string {
-	multicluster := `
+// API server of kubeconfig, with options added to the multicluster block;
+// without multicluster when plain is set.
+func resilienceCorefile(kubeconfig string, metricsPort int, plain bool, options ...string) string {
+	multicluster := withOptions(`
     multicluster clusterset.local in-addr.arpa ip6.arpa {
-        kubeconfig ` + kubeconfig + `
+        kubeconfig `+kubeconfig+`
         fallback cluster.local
-    }`
+    }`, options...)
 	if plain {
 		multicluster = ""
 	}
@@ -252,6 +254,7 @@ func TestDegradedWithoutCRDs(t *testing.T) {
 	clusterset := "db." + ns + ".svc.clusterset.local."
 	expectDegradedLocalIntact(t, with, without, ns, svc, "crd")
 	expectLoggedOnce(t, with.server, "the ServiceImport CRD (serviceimports.multicluster.x-k8s.io) is not installed, or serves neither v1beta1 nor v1alpha1: apply manifests/crds")
+	expectDigEDE(t, with.server, clusterset, "EDE: 0 (Other): (ServiceImport CRD not installed)")
 
 	start := time.Now()
 	if err := c.cp.InstallCRDs(context.Background()); err != nil {
@@ -317,6 +320,7 @@ func TestDegradedWithoutRBAC(t *testing.T) {
 	clusterset := "db." + ns + ".svc.clusterset.local."
 	expectDegradedLocalIntact(t, with, without, ns, svc, "rbac_serviceimports")
 	expectLoggedOnce(t, with.server, "not allowed to list and watch serviceimports: grant the ClusterRole in manifests/rbac")
+	expectDigEDE(t, with.server, clusterset, "EDE: 0 (Other): (RBAC forbids list on serviceimports)")
 
 	// Stay refused for 30 s on purpose: by then client-go's own backoff
 	// would wait 13 to 50 s before the next attempt; the plugin's, 5 s.
@@ -700,6 +704,7 @@ func TestAPIServerDownAtStart(t *testing.T) {
 	s := startServer(t, resilienceCorefile(c.cp.Kubeconfig, harness.FreePort(t), false), false)
 	name := "web." + ns + ".svc.clusterset.local."
 	expectRcode(t, s, name, dns.TypeA, 10*time.Second, dns.RcodeServerFailure)
+	expectDigEDE(t, s, name, "EDE: 23 (Network Error): (Kubernetes API unreachable)")
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -710,4 +715,32 @@ func TestAPIServerDownAtStart(t *testing.T) {
 	expectAddresses(t, s, name, dns.TypeA, 30*time.Second, "10.42.14.1")
 	t.Logf("answered %s after the API server was ready", time.Since(up).Round(time.Millisecond))
 	eventually(t, 30*time.Second, "/ready 200", func() (bool, string) { return s.isReady(), "not ready" })
+}
+
+// expectDigEDE asks dig (which sends EDNS0) for name's A record and checks
+// that the SERVFAIL it prints carries the Extended DNS Error ede, as dig
+// shows it; without EDNS0, the reply has no OPT record at all.
+func expectDigEDE(t *testing.T, s *server, name, ede string) {
+	t.Helper()
+	dig, err := exec.LookPath("dig")
+	if err != nil {
+		t.Fatalf("dig is needed (apt-get install dnsutils): %v", err)
+	}
+	host, port, _ := strings.Cut(s.addr, ":")
+	out, err := exec.Command(dig, "@"+host, "-p", port, "+time=2", "+tries=1", name, "A").CombinedOutput()
+	if err != nil {
+		t.Fatalf("dig: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "status: SERVFAIL") || !strings.Contains(string(out), ede) {
+		t.Errorf("dig %s: want SERVFAIL with %q:\n%s", name, ede, out)
+	} else {
+		t.Logf("dig %s:\n%s", name, out)
+	}
+	out, err = exec.Command(dig, "@"+host, "-p", port, "+time=2", "+tries=1", "+noedns", name, "A").CombinedOutput()
+	if err != nil {
+		t.Fatalf("dig +noedns: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "status: SERVFAIL") || strings.Contains(string(out), "OPT PSEUDOSECTION") {
+		t.Errorf("dig +noedns %s: want SERVFAIL without an OPT record:\n%s", name, out)
+	}
 }
