@@ -59,6 +59,13 @@ type view struct {
 	localOnly bool
 	// outOfScope: the fallback scope keeps this import out of fallback zones.
 	outOfScope bool
+	// perClusterCopy marks the spec of a ServiceImport labelled with
+	// multicluster.kubernetes.io/service-name: a controller's per-cluster
+	// bookkeeping copy of an import (Lighthouse keeps them in its agent's
+	// namespace), not a service. Such a spec is kept in the store, counted
+	// under a kind of its own, and never becomes a view. (It lives here,
+	// beside the other flags, where it takes no room of its own.)
+	perClusterCopy bool
 	// ClusterSetIP addresses from source, by family.
 	ipv4 []net.IP
 	ipv6 []net.IP
@@ -66,16 +73,39 @@ type view struct {
 	// ClusterSetIP import without spec.ips (its derived-service annotation).
 	derived string
 	ports   []servicePort
-	// endpoints of a headless import, ordered by cluster, host and address:
-	// every cluster's, for host.cluster names and PTR.
-	endpoints []endpoint
+	// eps are the endpoints of a headless import; nil for ClusterSetIP
+	// imports, whose views are their specs: the pointer keeps those small.
+	eps *endpointSet
+}
+
+// endpointSet is the ready endpoints of a headless import.
+type endpointSet struct {
+	// all, ordered by cluster, host and address: every cluster's, for
+	// host.cluster names and PTR.
+	all []endpoint
 	// served are the endpoints the service's own names answer with: all of
 	// them, or the local cluster's alone (localOnly).
 	served []endpoint
 }
 
+// endpoints returns every ready endpoint of a headless import.
+func (v *view) endpoints() []endpoint {
+	if v.eps == nil {
+		return nil
+	}
+	return v.eps.all
+}
+
+// served returns the endpoints the service's own names answer with.
+func (v *view) served() []endpoint {
+	if v.eps == nil {
+		return nil
+	}
+	return v.eps.served
+}
+
 // readyEndpoints reports whether a headless import has a ready address.
-func (v *view) readyEndpoints() bool { return len(v.endpoints) > 0 }
+func (v *view) readyEndpoints() bool { return len(v.endpoints()) > 0 }
 
 // ptrTarget is what a known address points back to.
 type ptrTarget struct {
@@ -222,7 +252,7 @@ func (x *index) linkLocked(v *view) {
 	for _, ip := range v.ipv6 {
 		x.addReverseLocked(ip, ptrTarget{key: v.key})
 	}
-	for _, e := range v.endpoints {
+	for _, e := range v.endpoints() {
 		t := ptrTarget{key: v.key, host: e.host, cluster: e.cluster}
 		if e.cluster == "" {
 			t.host = "" // no host.cluster name: the service's own name
@@ -253,7 +283,7 @@ func (x *index) unlinkLocked(v *view) {
 	for _, ip := range v.ipv6 {
 		x.removeReverseLocked(ip, v.key)
 	}
-	for _, e := range v.endpoints {
+	for _, e := range v.endpoints() {
 		x.removeReverseLocked(e.ip, v.key)
 	}
 }

@@ -37,14 +37,8 @@ const (
 // that view is the spec itself: one allocation per import, not two.
 type importSpec struct {
 	*object.Empty
-	view            // key, headless, source, ipv4, ipv6, ports, derived; endpoints stay empty
+	view            // key, flags, source, ipv4, ipv6, ports, derived; no endpoints
 	resourceVersion string
-	// perClusterCopy marks a ServiceImport labelled with
-	// multicluster.kubernetes.io/service-name: a controller's per-cluster
-	// bookkeeping copy of an import (Lighthouse keeps them in its agent's
-	// namespace), not a service. It is kept in the store, counted under a
-	// kind of its own, and never served.
-	perClusterCopy bool
 }
 
 // sliceSpec is a multicluster EndpointSlice reduced to its ready endpoints.
@@ -293,10 +287,11 @@ func newView(imp *importSpec, slicesOf map[string]*sliceSpec, policy viewPolicy)
 		return newClusterSetIPView(imp, slicesOf, policy)
 	}
 	v := &view{key: imp.key, headless: true, preferClose: imp.preferClose, outOfScope: !policy.scope.allows(imp.key.namespace, imp.key.name)}
+	var all []endpoint
 	// A headless import's ports come from its slices (each cluster exports
 	// the same Service, so they agree); the import's ports are the fallback.
 	for _, s := range slicesOf {
-		v.endpoints = append(v.endpoints, s.endpoints...)
+		all = append(all, s.endpoints...)
 		for _, p := range s.ports {
 			if !slices.Contains(v.ports, p) {
 				v.ports = append(v.ports, p)
@@ -309,23 +304,23 @@ func newView(imp *importSpec, slicesOf map[string]*sliceSpec, policy viewPolicy)
 	slices.SortFunc(v.ports, func(a, b servicePort) int {
 		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.protocol, b.protocol), cmp.Compare(a.port, b.port))
 	})
-	slices.SortFunc(v.endpoints, func(a, b endpoint) int {
+	slices.SortFunc(all, func(a, b endpoint) int {
 		return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.host, b.host), compareIP(a.ip, b.ip))
 	})
 	// The same address reported twice (two slices of one cluster) answers once.
-	v.endpoints = slices.CompactFunc(v.endpoints, func(a, b endpoint) bool {
+	all = slices.CompactFunc(all, func(a, b endpoint) bool {
 		return a.cluster == b.cluster && a.host == b.host && a.ip.Equal(b.ip)
 	})
-	v.served = v.endpoints
+	v.eps = &endpointSet{all: all, served: all}
 	if imp.preferClose && policy.localCluster != "" {
 		// Sorted by cluster, the local cluster's endpoints are one run.
-		lo := slices.IndexFunc(v.endpoints, func(e endpoint) bool { return e.cluster == policy.localCluster })
+		lo := slices.IndexFunc(all, func(e endpoint) bool { return e.cluster == policy.localCluster })
 		if lo >= 0 {
 			hi := lo
-			for hi < len(v.endpoints) && v.endpoints[hi].cluster == policy.localCluster {
+			for hi < len(all) && all[hi].cluster == policy.localCluster {
 				hi++
 			}
-			v.served, v.localOnly = v.endpoints[lo:hi:hi], true
+			v.eps.served, v.localOnly = all[lo:hi:hi], true
 		}
 	}
 	return v
@@ -340,13 +335,15 @@ func newView(imp *importSpec, slicesOf map[string]*sliceSpec, policy viewPolicy)
 // An import that prefers close endpoints answers with the local cluster's
 // addresses alone while it has one.
 func newClusterSetIPView(imp *importSpec, slicesOf map[string]*sliceSpec, policy viewPolicy) *view {
+	// The watcher stamps the scope's verdict on the spec when it converts
+	// it; a spec made another way gets a view of its own with the verdict.
 	outOfScope := !policy.scope.allows(imp.key.namespace, imp.key.name)
 	spec := func() *view {
-		if !outOfScope {
+		if imp.outOfScope == outOfScope {
 			return &imp.view
 		}
 		v := imp.view
-		v.outOfScope = true
+		v.outOfScope = outOfScope
 		return &v
 	}
 	if imp.source == sourceSpec || len(slicesOf) == 0 {

@@ -291,3 +291,33 @@ func BenchmarkScoped(b *testing.B) {
 		}
 	}
 }
+
+// TestScopeVerdictOnTheSpec: an import the scope keeps out, converted by the
+// watcher, is served from its spec with no copy, and counts as out of scope.
+func TestScopeVerdictOnTheSpec(t *testing.T) {
+	scope, err := newFallbackScope([]string{"shop/*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, next := newTestPlugin(t, nil, fakeLocal{})
+	m.sources.setScope(scope)
+	w := &watcher{scope: scope}
+	for _, ns := range []string{"shop", "internal"} {
+		out, err := w.toImportSpec(serviceImport(ns, "web", "10.42.3.1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := out.(*importSpec)
+		m.sources.setImport(spec)
+		v := m.index.lookup(ns, "web")
+		if v != &spec.view || v.outOfScope != (ns == "internal") {
+			t.Errorf("%s: view %p (spec's %p), out of scope %v", ns, v, &spec.view, v.outOfScope)
+		}
+	}
+	calls := next.calls
+	checkCase(t, m, test.Case{Qname: "web.internal.svc.cluster.local.", Qtype: dns.TypeA, Rcode: dns.RcodeRefused})
+	checkCase(t, m, aCase("web.shop.svc.cluster.local.", "10.42.3.1"))
+	if next.calls != calls+1 {
+		t.Errorf("next plugin ran %d times, want once (the out-of-scope name)", next.calls-calls)
+	}
+}

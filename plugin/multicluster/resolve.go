@@ -169,7 +169,7 @@ func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zo
 	case kindService:
 		switch qtype {
 		case dns.TypeA, dns.TypeAAAA:
-			return answer{answer: endpointAddresses(owner, v.served, qtype == dns.TypeAAAA, r.ttl), localOnly: v.localOnly}
+			return answer{answer: endpointAddresses(owner, v.served(), qtype == dns.TypeAAAA, r.ttl), localOnly: v.localOnly}
 		case dns.TypeSRV:
 			return r.headlessSRV(v, v.ports, owner, zone)
 		}
@@ -179,7 +179,7 @@ func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zo
 	case kindHost:
 		found := false
 		var rrs []dns.RR
-		for _, e := range v.endpoints {
+		for _, e := range v.endpoints() {
 			if e.host != req.host || e.cluster != req.cluster {
 				continue
 			}
@@ -224,7 +224,7 @@ func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string)
 	}
 	// Endpoints are sorted by cluster and host, so those without a cluster
 	// come first, and the addresses of one name are adjacent.
-	served := v.served
+	served := v.served()
 	anonymous := 0
 	for anonymous < len(served) && served[anonymous].cluster == "" {
 		anonymous++

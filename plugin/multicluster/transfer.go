@@ -73,8 +73,9 @@ func (m *Multicluster) serviceRecords(v *view, zone string) []dns.RR {
 		ask(req, "_"+p.name+"._"+p.protocol+"."+name, dns.TypeSRV)
 	}
 	// Endpoints are sorted by cluster and host: one name per run.
-	for i, e := range v.endpoints {
-		if e.cluster == "" || (i > 0 && e.host == v.endpoints[i-1].host && e.cluster == v.endpoints[i-1].cluster) {
+	endpoints := v.endpoints()
+	for i, e := range endpoints {
+		if e.cluster == "" || (i > 0 && e.host == endpoints[i-1].host && e.cluster == endpoints[i-1].cluster) {
 			continue
 		}
 		req := base

@@ -60,6 +60,10 @@ type watcher struct {
 	services    cache.Indexer
 	servicesOK  func() bool
 
+	// scope is the fallback scope, whose verdict conversion stamps on
+	// each import.
+	scope *fallbackScope
+
 	// dynamic, when set, follows the ClusterProperty that names the local
 	// cluster (clusterid.go); nil when the Corefile gives cluster_id.
 	dynamic dynamic.Interface
@@ -113,7 +117,7 @@ func (w *watcher) start(onSynced func()) {
 
 		var synced []cache.InformerSynced
 		for _, ns := range w.watchNamespaces() {
-			is, ic := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), importObjectType(version), toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, importHandler(w.sources), nil)
+			is, ic := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), importObjectType(version), w.toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, importHandler(w.sources), nil)
 			ss, sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), &discovery.EndpointSlice{}, toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), w.retry, sliceHandler(w.sources), nil)
 			w.track(kindServiceImport, is)
 			w.track(kindEndpointSlice, ss)
@@ -287,6 +291,23 @@ func serviceListWatch(c kubernetes.Interface) *cache.ListWatch {
 }
 
 // Conversions from API objects to what the stores keep.
+
+// toImportSpec converts a ServiceImport, and records whether the fallback
+// scope keeps it out of fallback zones: the scope does not change while the
+// plugin runs, so its verdict belongs to the spec, and views need no copy of
+// it to carry the verdict.
+func (w *watcher) toImportSpec(obj meta.Object) (meta.Object, error) {
+	out, err := toImportSpec(obj)
+	if err != nil {
+		return nil, err
+	}
+	spec, _ := out.(*importSpec)
+	if p, ok := out.(*withProblems); ok {
+		spec = p.Object.(*importSpec)
+	}
+	spec.outOfScope = !w.scope.allows(spec.key.namespace, spec.key.name)
+	return out, nil
+}
 
 func toImportSpec(obj meta.Object) (meta.Object, error) {
 	var f importFields
