@@ -1,14 +1,14 @@
 //go:build linux
 
-package controlplane
+package process
 
 import "syscall"
 
 // sysProcAttr puts the child in its own process group, so Stop can signal it
 // and anything it spawned at once, and asks the kernel to SIGKILL it when the
-// thread that started it dies. Together with startProcess locking that thread
+// thread that started it dies. Together with Start locking that thread
 // for the child's lifetime, this means a test binary that is killed (timeout,
-// SIGKILL, crash) does not leave etcd or kube-apiserver running.
+// SIGKILL, crash) does not leave a daemon running.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }

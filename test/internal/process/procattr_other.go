@@ -1,6 +1,6 @@
 //go:build !linux
 
-package controlplane
+package process
 
 import "syscall"
 
