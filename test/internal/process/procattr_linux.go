@@ -9,6 +9,14 @@ import "syscall"
 // thread that started it dies. Together with Start locking that thread
 // for the child's lifetime, this means a test binary that is killed (timeout,
 // SIGKILL, crash) does not leave a daemon running.
-func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+//
+// With newMountNS the child starts in a mount namespace of its own, in which
+// Go makes every mount private, so the child's mounts stay out of the
+// machine's namespace.
+func sysProcAttr(newMountNS bool) *syscall.SysProcAttr {
+	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if newMountNS {
+		attr.Unshareflags = syscall.CLONE_NEWNS
+	}
+	return attr
 }

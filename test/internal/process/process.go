@@ -39,6 +39,9 @@ type Spec struct {
 	LogPath string
 	// NetNS, when set, is the network namespace the child starts in.
 	NetNS Namespace
+	// NewMountNS starts the child in a new mount namespace whose mounts are
+	// private (Linux only).
+	NewMountNS bool
 }
 
 // Process is one running child.
@@ -56,6 +59,9 @@ type Process struct {
 
 // Start starts the child described by spec.
 func Start(spec Spec) (*Process, error) {
+	if spec.NewMountNS && runtime.GOOS != "linux" {
+		return nil, fmt.Errorf("start %s: mount namespaces need Linux", spec.Name)
+	}
 	logFile, err := os.OpenFile(spec.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open %s log: %w", spec.Name, err)
@@ -91,7 +97,7 @@ func Start(spec Spec) (*Process, error) {
 		cmd.Dir = spec.Dir
 		cmd.Stdout = logFile
 		cmd.Stderr = logFile
-		cmd.SysProcAttr = sysProcAttr()
+		cmd.SysProcAttr = sysProcAttr(spec.NewMountNS)
 		if err := cmd.Start(); err != nil {
 			started <- err
 			return
