@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 	ot "github.com/opentracing/opentracing-go"
 	"github.com/opentracing/opentracing-go/mocktracer"
+	core "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -131,7 +132,11 @@ func BenchmarkHandOff(b *testing.B) {
 }
 
 func benchmarkQuery(b *testing.B, name string, qtype uint16) {
-	m := benchPlugin(b)
+	benchmarkServe(b, benchPlugin(b), name, qtype)
+}
+
+// benchmarkServe measures m answering, or passing on, one query.
+func benchmarkServe(b *testing.B, m *Multicluster, name string, qtype uint16) {
 	ctx := context.Background()
 	w := &nullWriter{}
 	r := new(dns.Msg)
@@ -196,5 +201,44 @@ func BenchmarkHeadless100A(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		m.ServeDNS(ctx, w, r)
+	}
+}
+
+// BenchmarkClustersetASources answers a ClusterSetIP import from each of
+// the sources that rank below spec.ips: the derived Service of its
+// annotation, Karmada's derived-PREFIX Service, and the ready addresses of
+// its slices (Lighthouse, one per cluster).
+func BenchmarkClustersetASources(b *testing.B) {
+	local := newFakeCluster()
+	local.add("shop", "derived-abcdefghij", core.ServiceTypeClusterIP, true, "10.96.1.1")
+	local.add("shop", "derived-prefixed", core.ServiceTypeClusterIP, true, "10.96.1.2")
+	m, _ := newTestPlugin(b, []importDef{
+		{ns: "shop", name: "annotated", typ: "ClusterSetIP", derived: "derived-abcdefghij", ports: []portFields{{name: "http", port: 80}}},
+		{ns: "shop", name: "prefixed", typ: "ClusterSetIP", ports: []portFields{{name: "http", port: 80}}},
+		{ns: "shop", name: "sliced", typ: "ClusterSetIP", ports: []portFields{{name: "http", port: 80}}},
+	}, nil)
+	m.local, m.derivedPrefix, m.Next = local, "derived-", discard{}
+	for c, cluster := range []string{"east", "west"} {
+		slice, _, err := newSliceSpec(&discovery.EndpointSlice{
+			ObjectMeta:  meta.ObjectMeta{Namespace: "shop", Name: "sliced-" + cluster, Labels: map[string]string{labelServiceName: "sliced", labelSourceCluster: cluster}},
+			AddressType: discovery.AddressTypeIPv4,
+			Endpoints:   []discovery.Endpoint{ep(fmt.Sprintf("10.9%d.0.1", c+7), "", nil)},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		m.sources.setSlice(slice)
+	}
+	for _, name := range []string{"annotated", "prefixed", "sliced"} {
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			w := &nullWriter{}
+			r := new(dns.Msg)
+			r.SetQuestion(name+".shop.svc.clusterset.local.", dns.TypeA)
+			b.ReportAllocs()
+			for b.Loop() {
+				m.ServeDNS(ctx, w, r)
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package multicluster
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/coredns/coredns/plugin/kubernetes/object"
@@ -33,6 +34,16 @@ func (f *fakeCluster) service(namespace, name string) *object.Service {
 
 func (f *fakeCluster) readyEndpoints(namespace, name string) bool {
 	return f.ready[serviceKey{namespace: namespace, name: name}]
+}
+
+func (f *fakeCluster) byClusterIP(ip string) []*object.Service {
+	var out []*object.Service
+	for _, svc := range f.services {
+		if slices.Contains(svc.ClusterIPs, ip) {
+			out = append(out, svc)
+		}
+	}
+	return out
 }
 
 func (f *fakeCluster) hasSynced() bool { return true }

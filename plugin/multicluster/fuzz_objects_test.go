@@ -2,6 +2,8 @@ package multicluster
 
 import (
 	"context"
+	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,6 +26,8 @@ func FuzzObjects(f *testing.F) {
 	f.Add("ns1", "two", "ClusterSetIP", "10.0.0.1", "::ffff:10.0.0.2", "dns", "UDP", int32(53), "east", "", "10.0.0.3", uint8(4))
 	f.Add("ns1", "odd", "", "not-an-ip", "10.0.0.1", "x", "udp", int32(-1), "", "h", "db.example.com", uint8(2))
 	f.Add("", "web", "LoadBalancer", "10.0.0.1", "10.0.0.2", "", "SCTP", int32(0), "a..b", "-h-", "1.2.3.4.5", uint8(3))
+	f.Add("ns1", "db", "Headless", "None", "None", "db", "TCP", int32(5432), "", "db-0", "10.1.0.2", uint8(0))
+	f.Add("ns1", "web", "ClusterSetIP", "None", "10.0.0.1", "http", "TCP", int32(80), "", "", "10.1.0.3", uint8(0))
 	f.Fuzz(func(t *testing.T, ns, name, typ, ip1, ip2, portName, protocol string, port int32, cluster, host, addr string, family uint8) {
 		m, _ := newTestPlugin(t, nil, fakeLocal{})
 		m.Next = &countingNext{}
@@ -44,7 +48,7 @@ func FuzzObjects(f *testing.F) {
 		}
 		if slice, _, err := newSliceSpec(es); err == nil {
 			for _, e := range slice.endpoints {
-				if (len(e.ip) == net4) == e.v6 || e.host == "" || e.cluster == "" {
+				if (len(e.ip) == net4) == e.v6 || e.host == "" || e.cluster != strings.ToLower(cluster) {
 					t.Fatalf("endpoint %+v from %v", e, es)
 				}
 			}
@@ -89,12 +93,19 @@ func FuzzObjects(f *testing.F) {
 
 const net4 = 4 // length of an IPv4 address as the specs keep it
 
-// checkImportSpec checks what an accepted import keeps: at most one address
-// per family, in the family's length, and ports DNS can name.
+// checkImportSpec checks what an accepted import keeps: each address once,
+// in its family's length, and ports DNS can name.
 func checkImportSpec(t *testing.T, s *importSpec) {
 	t.Helper()
-	if len(s.ipv4) > 1 || len(s.ipv6) > 1 {
-		t.Fatalf("more than one address per family: %v %v", s.ipv4, s.ipv6)
+	for _, family := range [][]net.IP{s.ipv4, s.ipv6} {
+		for i, ip := range family {
+			if slices.ContainsFunc(family[:i], ip.Equal) {
+				t.Fatalf("address %v kept twice: %v %v", ip, s.ipv4, s.ipv6)
+			}
+		}
+	}
+	if (s.source == sourceSpec) != (len(s.ipv4)+len(s.ipv6) > 0) {
+		t.Fatalf("source %v with addresses %v %v", s.source, s.ipv4, s.ipv6)
 	}
 	for _, ip := range s.ipv4 {
 		if len(ip) != net4 {

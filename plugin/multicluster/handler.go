@@ -163,18 +163,24 @@ func (m *Multicluster) serveFallback(ctx context.Context, w dns.ResponseWriter, 
 	server := metrics.WithServer(ctx)
 	failover := false
 	if svc := m.local.service(req.namespace, req.service); svc != nil {
-		// Local always wins, unless failover is on and the local Service
-		// has no ready endpoint. An ExternalName Service has no endpoints
-		// by design and never fails over.
-		if !m.failover || svc.Type == core.ServiceTypeExternalName || m.local.readyEndpoints(req.namespace, req.service) {
+		// Local always wins, unless failover applies to the import and the
+		// local Service has no ready endpoint. An ExternalName Service has
+		// no endpoints by design and never fails over.
+		if !m.failsOver(v) || svc.Type == core.ServiceTypeExternalName || m.local.readyEndpoints(req.namespace, req.service) {
 			m.counters.request(server, zoneFallback, outcomeLocal)
 			return false, 0, nil
 		}
 		failover = true
 	}
+	if v.outOfScope {
+		// The operator keeps this name local: as if there were no import.
+		m.counters.policy(server, ruleScopeRefused)
+		m.counters.request(server, zoneFallback, outcomePassed)
+		return false, 0, nil
+	}
 	q := r.Question[0]
 	zone = q.Name[len(q.Name)-len(zone):] // keep the case of the query
-	a := m.resolveService(req, v, q.Name, q.Qtype, zone)
+	a := m.service(req, v, q.Name, q.Qtype, zone)
 	if a.rcode == dns.RcodeNameError {
 		// The name does not exist here either: let the cluster-local plugin
 		// say so, with its own SOA.
@@ -184,8 +190,19 @@ func (m *Multicluster) serveFallback(ctx context.Context, w dns.ResponseWriter, 
 	m.counters.fallbackAnswers.inc(server)
 	if failover {
 		m.counters.failoverAnswers.inc(server)
+		if !m.failover {
+			m.counters.policy(server, ruleFailoverService)
+		}
 	}
 	return m.write(w, r, zone, a, server, zoneFallback)
+}
+
+// failsOver reports whether a fallback name of the import v fails over from
+// a local Service that has no ready endpoint: with the failover option, or
+// when the import prefers close endpoints (spec.trafficDistribution) and the
+// readiness of local endpoints is known.
+func (m *Multicluster) failsOver(v *view) bool {
+	return m.failover || (v.preferClose && m.endpointsKnown)
 }
 
 // serveClusterset answers every name in a clusterset zone.
@@ -195,11 +212,11 @@ func (m *Multicluster) serveClusterset(ctx context.Context, w dns.ResponseWriter
 		// Not synced, or the API to sync from is missing: say so rather than
 		// deny names that may well exist.
 		m.counters.request(server, zoneClusterset, outcomeServfail)
-		return true, dns.RcodeServerFailure, nil
+		return m.servfail(w, r)
 	}
 	q := r.Question[0]
 	zone = q.Name[len(q.Name)-len(zone):]
-	a := m.resolve(parseRequest(name, zone), q.Name, q.Qtype, zone)
+	a := m.name(parseRequest(name, zone), q.Name, q.Qtype, zone)
 	if a.rcode == dns.RcodeNameError && m.Fall.Through(name) {
 		m.counters.request(server, zoneClusterset, outcomeFallthrough)
 		return false, 0, nil
@@ -207,11 +224,12 @@ func (m *Multicluster) serveClusterset(ctx context.Context, w dns.ResponseWriter
 	return m.write(w, r, zone, a, server, zoneClusterset)
 }
 
-// serveReverse answers PTR queries for addresses the index knows. Any other
-// query, and any other address, goes on, so that local PTRs keep working.
+// serveReverse answers PTR queries for addresses the plugin knows, with one
+// name in the first clusterset zone. Any other query, and any other address,
+// goes on, so that local PTRs keep working.
 func (m *Multicluster) serveReverse(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, name, zone string) (handled bool, rcode int, err error) {
 	q := r.Question[0]
-	if q.Qtype != dns.TypePTR || !m.serving() {
+	if q.Qtype != dns.TypePTR || !m.serving() || m.ptrZone == "" {
 		return false, 0, nil
 	}
 	ip := net.ParseIP(dnsutil.ExtractAddressFromReverse(name))
@@ -219,27 +237,32 @@ func (m *Multicluster) serveReverse(ctx context.Context, w dns.ResponseWriter, r
 	if !ok {
 		return false, 0, nil
 	}
-	targets := m.index.reverseLookup(addr.Unmap())
-	if len(targets) == 0 {
-		return false, 0, nil
-	}
-	a := answer{rcode: dns.RcodeSuccess}
-	for _, t := range targets {
-		for _, z := range m.Zones {
-			if isReverseZone(z) {
-				continue
-			}
-			target := serviceName(t.key, z)
-			if t.host != "" {
-				target = hostName(t.host, t.cluster, t.key, z)
-			}
-			a.answer = append(a.answer, ptr(q.Name, target, m.ttl))
-		}
-	}
-	if len(a.answer) == 0 {
+	a, ok := m.pointer(addr.Unmap(), q.Name, m.ptrZone)
+	if !ok {
 		return false, 0, nil
 	}
 	return m.write(w, r, q.Name[len(q.Name)-len(zone):], a, metrics.WithServer(ctx), zoneReverse)
+}
+
+// servfail writes SERVFAIL for a clusterset name the plugin cannot answer:
+// its caches have not synced, or it is degraded. To a client that speaks
+// EDNS0 it says why, in an Extended DNS Error (RFC 8914): Not Ready while
+// unsynced, otherwise the cause of the degradation.
+func (m *Multicluster) servfail(w dns.ResponseWriter, r *dns.Msg) (handled bool, rcode int, err error) {
+	resp := new(dns.Msg)
+	resp.SetRcode(r, dns.RcodeServerFailure)
+	if opt := r.IsEdns0(); opt != nil {
+		ede := &dns.EDNS0_EDE{InfoCode: dns.ExtendedErrorCodeNotReady, ExtraText: "multicluster caches not synced"}
+		if d := m.degraded.Load(); d != nil {
+			ede.InfoCode, ede.ExtraText = d.infoCode, d.text
+		}
+		resp.SetEdns0(opt.UDPSize(), opt.Do())
+		o := resp.IsEdns0()
+		o.Option = append(o.Option, ede)
+	}
+	w.WriteMsg(resp)
+	// Written: the server must not write an answer of its own.
+	return true, dns.RcodeSuccess, nil
 }
 
 // write sends a, with the SOA of zone in the authority section of negative
@@ -251,6 +274,9 @@ func (m *Multicluster) write(w dns.ResponseWriter, r *dns.Msg, zone string, a an
 	resp.Answer = a.answer
 	resp.Extra = a.extra
 	result := outcomeAnswer
+	if a.localOnly {
+		m.counters.policy(server, ruleLocalPreferred)
+	}
 	if len(a.answer) == 0 {
 		resp.Ns = []dns.RR{soa(zone, m.index.serial.Load(), m.ttl)}
 		result = outcomeNodata
@@ -261,200 +287,4 @@ func (m *Multicluster) write(w dns.ResponseWriter, r *dns.Msg, zone string, a an
 	m.counters.request(server, kind, result)
 	w.WriteMsg(resp)
 	return true, dns.RcodeSuccess, nil
-}
-
-// resolve answers any name of a clusterset zone. owner is the query name as
-// asked, zone the zone in the query's case.
-func (m *Multicluster) resolve(req request, owner string, qtype uint16, zone string) answer {
-	switch req.kind {
-	case kindApex:
-		switch qtype {
-		case dns.TypeSOA:
-			return answer{answer: []dns.RR{soa(zone, m.index.serial.Load(), m.ttl)}}
-		case dns.TypeNS:
-			return answer{answer: []dns.RR{ns(zone, m.ttl)}}
-		}
-		return nodata
-	case kindDNSVersion:
-		if qtype == dns.TypeTXT {
-			return answer{answer: []dns.RR{txt(owner, schemaVersion, dnsVersionTTL)}}
-		}
-		return nodata
-	case kindNameserver, kindNameserverParent, kindSvcLabel:
-		return nodata
-	case kindNamespace:
-		if m.index.hasNamespace(req.namespace) {
-			return nodata
-		}
-		return nxdomain
-	case kindService, kindPort, kindHost, kindReserved:
-		v := m.index.lookup(req.namespace, req.service)
-		if v == nil {
-			return nxdomain
-		}
-		return m.resolveService(req, v, owner, qtype, zone)
-	}
-	return nxdomain
-}
-
-// resolveService answers a name at or below the service v.
-func (m *Multicluster) resolveService(req request, v *view, owner string, qtype uint16, zone string) answer {
-	if req.kind == kindReserved {
-		return nxdomain
-	}
-	if v.headless {
-		return m.resolveHeadless(req, v, owner, qtype, zone)
-	}
-	switch req.kind {
-	case kindService:
-		switch qtype {
-		case dns.TypeA:
-			v4, _ := m.clusterSetIPs(v)
-			return answer{answer: addresses(owner, v4, false, m.ttl)}
-		case dns.TypeAAAA:
-			_, v6 := m.clusterSetIPs(v)
-			return answer{answer: addresses(owner, v6, true, m.ttl)}
-		case dns.TypeSRV:
-			return m.clusterSetSRV(v, v.ports, owner, zone)
-		}
-		return nodata
-	case kindPort:
-		ports := matchPorts(v.ports, req.port, req.protocol)
-		if len(ports) == 0 {
-			return nxdomain
-		}
-		if qtype == dns.TypeSRV {
-			return m.clusterSetSRV(v, ports, owner, zone)
-		}
-		return nodata
-	}
-	// host.cluster names exist only for headless imports.
-	return nxdomain
-}
-
-// clusterSetSRV returns one SRV per port, all pointing at the service name,
-// whose addresses go in the additional section.
-func (m *Multicluster) clusterSetSRV(v *view, ports []servicePort, owner, zone string) answer {
-	if len(ports) == 0 {
-		return nodata
-	}
-	target := serviceName(v.key, zone)
-	a := answer{answer: make([]dns.RR, len(ports))}
-	block := make([]dns.SRV, len(ports))
-	for i, p := range ports {
-		block[i] = srv(owner, target, p.port, len(ports), m.ttl)
-		a.answer[i] = &block[i]
-	}
-	v4, v6 := m.clusterSetIPs(v)
-	a.extra = append(addresses(target, v4, false, m.ttl), addresses(target, v6, true, m.ttl)...)
-	return a
-}
-
-// clusterSetIPs returns the addresses of a ClusterSetIP import: its spec.ips,
-// or, when it has none and derived_prefix is set, the ClusterIPs of the local
-// Service PREFIX+name, read from the Service cache at query time so that
-// answers follow that Service as it changes. This is how Karmada leaves
-// imports: spec.ips empty, and a shadow Service "derived-name" that carries
-// the ClusterIP.
-func (m *Multicluster) clusterSetIPs(v *view) (v4, v6 []net.IP) {
-	if len(v.ipv4) > 0 || len(v.ipv6) > 0 || m.derivedPrefix == "" || m.local == nil {
-		return v.ipv4, v.ipv6
-	}
-	svc := m.local.service(v.key.namespace, m.derivedPrefix+v.key.name)
-	if svc == nil {
-		return nil, nil
-	}
-	return clusterIPs(svc)
-}
-
-// resolveHeadless answers names of a headless import. Without a ready
-// endpoint the service has no names at all (spec 2.4.1).
-func (m *Multicluster) resolveHeadless(req request, v *view, owner string, qtype uint16, zone string) answer {
-	if !v.readyEndpoints() {
-		return nxdomain
-	}
-	switch req.kind {
-	case kindService:
-		switch qtype {
-		case dns.TypeA, dns.TypeAAAA:
-			v6 := qtype == dns.TypeAAAA
-			n := countFamily(v.endpoints, v6)
-			if n == 0 {
-				return nodata
-			}
-			b := newAddressBlock(n, v6)
-			rrs := make([]dns.RR, 0, n)
-			for _, e := range v.endpoints {
-				if e.v6 == v6 {
-					rrs = append(rrs, b.next(owner, e.ip, m.ttl))
-				}
-			}
-			return answer{answer: rrs}
-		case dns.TypeSRV:
-			return m.headlessSRV(v, v.ports, owner, zone)
-		}
-		return nodata
-	case kindPort:
-		ports := matchPorts(v.ports, req.port, req.protocol)
-		if len(ports) == 0 {
-			return nxdomain
-		}
-		if qtype == dns.TypeSRV {
-			return m.headlessSRV(v, ports, owner, zone)
-		}
-		return nodata
-	case kindHost:
-		found := false
-		var rrs []dns.RR
-		for _, e := range v.endpoints {
-			if e.host != req.host || e.cluster != req.cluster {
-				continue
-			}
-			found = true
-			if (qtype == dns.TypeA && !e.v6) || (qtype == dns.TypeAAAA && e.v6) {
-				rrs = append(rrs, newAddressBlock(1, e.v6).next(owner, e.ip, m.ttl))
-			}
-		}
-		if !found {
-			return nxdomain
-		}
-		return answer{answer: rrs}
-	}
-	return nxdomain
-}
-
-// headlessSRV returns one SRV per endpoint name and port, targets named
-// host.cluster.svc.ns.svc.zone, with their addresses in the additional section.
-func (m *Multicluster) headlessSRV(v *view, ports []servicePort, owner, zone string) answer {
-	if len(ports) == 0 {
-		return nodata
-	}
-	// Endpoints are sorted by cluster and host, so the addresses of one name
-	// are adjacent: one SRV per name and port, every address in Additional.
-	names := 0
-	for i, e := range v.endpoints {
-		if i == 0 || e.host != v.endpoints[i-1].host || e.cluster != v.endpoints[i-1].cluster {
-			names++
-		}
-	}
-	n := names * len(ports)
-	a := answer{answer: make([]dns.RR, 0, n), extra: make([]dns.RR, 0, len(v.endpoints))}
-	block := make([]dns.SRV, 0, n)
-	v4, v6 := newAddressBlock(countFamily(v.endpoints, false), false), newAddressBlock(countFamily(v.endpoints, true), true)
-	target := ""
-	for i, e := range v.endpoints {
-		if i == 0 || e.host != v.endpoints[i-1].host || e.cluster != v.endpoints[i-1].cluster {
-			target = hostName(e.host, e.cluster, v.key, zone)
-			for _, p := range ports {
-				block = append(block, srv(owner, target, p.port, n, m.ttl))
-				a.answer = append(a.answer, &block[len(block)-1])
-			}
-		}
-		b := v4
-		if e.v6 {
-			b = v6
-		}
-		a.extra = append(a.extra, b.next(target, e.ip, m.ttl))
-	}
-	return a
 }

@@ -23,7 +23,8 @@ func (f fakeLocal) service(namespace, name string) *object.Service {
 func (f fakeLocal) readyEndpoints(namespace, name string) bool {
 	return f[serviceKey{namespace: namespace, name: name}]
 }
-func (f fakeLocal) hasSynced() bool { return true }
+func (f fakeLocal) byClusterIP(string) []*object.Service { return nil }
+func (f fakeLocal) hasSynced() bool                      { return true }
 
 // nextHandler stands for the plugin after multicluster: it answers every
 // query with REFUSED and an empty message, so a test sees that it ran.
@@ -43,6 +44,19 @@ type importDef struct {
 	typ      string
 	ips      []string
 	ports    []portFields
+	derived  string // the derived-service annotation
+	copy     bool   // labelled as a controller's per-cluster copy
+}
+
+func (d importDef) fields() importFields {
+	f := importFields{namespace: d.ns, name: d.name, typ: d.typ, ips: d.ips, ports: d.ports}
+	if d.derived != "" {
+		f.annotations = map[string]string{annotationDerivedService: d.derived}
+	}
+	if d.copy {
+		f.labels = map[string]string{labelServiceName: d.name}
+	}
+	return f
 }
 
 // newTestPlugin returns a synced plugin serving clusterset.local and the
@@ -53,10 +67,11 @@ func newTestPlugin(t testing.TB, imports []importDef, local fakeLocal) (*Multicl
 	m.Zones = []string{"clusterset.local.", "in-addr.arpa.", "ip6.arpa."}
 	m.Fallback = []string{"cluster.local."}
 	m.local = local
+	m.endpointsKnown = true
 	next := &nextHandler{}
 	m.Next = next
 	for _, d := range imports {
-		spec, _, err := newImportSpec(importFields{namespace: d.ns, name: d.name, typ: d.typ, ips: d.ips, ports: d.ports})
+		spec, _, err := newImportSpec(d.fields())
 		if err != nil {
 			t.Fatalf("import %s/%s: %v", d.ns, d.name, err)
 		}
@@ -179,8 +194,14 @@ func checkCase(t *testing.T, m *Multicluster, tc test.Case) {
 }
 
 // rcodeOf returns what ServeDNS returns for a query.
+// rcodeOf is the rcode of m's reply to name, whether m wrote it or left the
+// server to write it.
 func rcodeOf(m *Multicluster, name string, qtype uint16) int {
-	rcode, _ := m.ServeDNS(context.Background(), dnstest.NewRecorder(&test.ResponseWriter{}), test.Case{Qname: name, Qtype: qtype}.Msg())
+	rec := dnstest.NewRecorder(&test.ResponseWriter{})
+	rcode, _ := m.ServeDNS(context.Background(), rec, test.Case{Qname: name, Qtype: qtype}.Msg())
+	if rec.Msg != nil {
+		return rec.Msg.Rcode
+	}
 	return rcode
 }
 
@@ -254,8 +275,7 @@ func TestFallbackPassesUntilSynced(t *testing.T) {
 
 func TestDegradedServfailsClustersetAndPassesFallback(t *testing.T) {
 	m, next := newTestPlugin(t, testImports, testLocal)
-	reason := "the ServiceImport CRD is not installed"
-	m.degraded.Store(&reason)
+	m.degraded.Store(&degradation{message: "the ServiceImport CRD is not installed", infoCode: dns.ExtendedErrorCodeOther, text: "ServiceImport CRD not installed"})
 	if !m.Ready() {
 		t.Errorf("degraded plugin must report ready")
 	}

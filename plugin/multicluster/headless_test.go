@@ -13,8 +13,12 @@ import (
 func addSlice(t *testing.T, m *Multicluster, ns, svc, cluster, name string, family discovery.AddressType, endpoints ...discovery.Endpoint) {
 	t.Helper()
 	port, proto, pname := int32(5432), "TCP", "pg"
+	labels := map[string]string{labelServiceName: svc, labelSourceCluster: cluster}
+	if cluster == "" {
+		delete(labels, labelSourceCluster) // as mcs-api's e2e slices are
+	}
 	spec, _, err := newSliceSpec(&discovery.EndpointSlice{
-		ObjectMeta:  meta.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{labelServiceName: svc, labelSourceCluster: cluster}},
+		ObjectMeta:  meta.ObjectMeta{Namespace: ns, Name: name, Labels: labels},
 		AddressType: family,
 		Endpoints:   endpoints,
 		Ports:       []discovery.EndpointPort{{Name: &pname, Protocol: (*corev1.Protocol)(&proto), Port: &port}},

@@ -1,8 +1,11 @@
 package multicluster
 
 import (
+	"cmp"
+	"maps"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,10 +30,20 @@ type servicePort struct {
 // endpoint is one ready address of a headless import.
 type endpoint struct {
 	host    string // the endpoint's hostname, else its address with '.' and ':' turned into '-'
-	cluster string
+	cluster string // empty when its slice names no source cluster
 	ip      net.IP
 	v6      bool
 }
+
+// addressSource says where the prepared addresses of a ClusterSetIP view
+// come from. A derived Service, read at query time, ranks between the two.
+type addressSource uint8
+
+const (
+	sourceNone   addressSource = iota // no static address: only a derived Service can answer
+	sourceSpec                        // spec.ips: they answer, whatever else exists
+	sourceSlices                      // the ready addresses of the import's slices
+)
 
 // view is everything the answers for one service need, prepared once when
 // the objects behind it change. Views are immutable once published: readers
@@ -38,11 +51,27 @@ type endpoint struct {
 type view struct {
 	key      serviceKey
 	headless bool
-	ipv4     []net.IP // ClusterSetIP
-	ipv6     []net.IP
-	ports    []servicePort
-	// endpoints of a headless import, ordered by cluster, host and address.
+	source   addressSource
+	// preferClose: spec.trafficDistribution prefers close endpoints.
+	preferClose bool
+	// localOnly: the answers hold the local cluster's addresses alone
+	// (preferClose, and the local cluster has a ready one).
+	localOnly bool
+	// outOfScope: the fallback scope keeps this import out of fallback zones.
+	outOfScope bool
+	// ClusterSetIP addresses from source, by family.
+	ipv4 []net.IP
+	ipv6 []net.IP
+	// derived names the local Service whose ClusterIPs answer for a
+	// ClusterSetIP import without spec.ips (its derived-service annotation).
+	derived string
+	ports   []servicePort
+	// endpoints of a headless import, ordered by cluster, host and address:
+	// every cluster's, for host.cluster names and PTR.
 	endpoints []endpoint
+	// served are the endpoints the service's own names answer with: all of
+	// them, or the local cluster's alone (localOnly).
+	served []endpoint
 }
 
 // readyEndpoints reports whether a headless import has a ready address.
@@ -51,8 +80,29 @@ func (v *view) readyEndpoints() bool { return len(v.endpoints) > 0 }
 // ptrTarget is what a known address points back to.
 type ptrTarget struct {
 	key     serviceKey
-	host    string // empty for a ClusterSetIP
+	host    string // empty for a ClusterSetIP, or an endpoint without a cluster
 	cluster string
+}
+
+// rank puts a service's own name (0) before an endpoint's (1).
+func (t ptrTarget) rank() int {
+	if t.host == "" {
+		return 0
+	}
+	return 1
+}
+
+// comparePTR orders the names an address may point back to, so that an
+// address with several always answers the same one: a service's own name
+// before an endpoint's, then by namespace, service, cluster and host.
+func comparePTR(a, b ptrTarget) int {
+	return cmp.Or(
+		cmp.Compare(a.rank(), b.rank()),
+		cmp.Compare(a.key.namespace, b.key.namespace),
+		cmp.Compare(a.key.name, b.key.name),
+		cmp.Compare(a.cluster, b.cluster),
+		cmp.Compare(a.host, b.host),
+	)
 }
 
 // index is the plugin's only shared state: the views of all imported
@@ -64,6 +114,9 @@ type index struct {
 	views      map[serviceKey]*view
 	namespaces map[string]int
 	reverse    map[netip.Addr][]ptrTarget
+	// derivedBy maps a derived Service, named by an import's annotation,
+	// back to the imports that name it, for PTR queries of its ClusterIPs.
+	derivedBy map[serviceKey][]serviceKey
 
 	serial atomic.Uint32 // Unix time of the last change, the zones' SOA serial
 }
@@ -73,6 +126,7 @@ func newIndex() *index {
 		views:      make(map[serviceKey]*view),
 		namespaces: make(map[string]int),
 		reverse:    make(map[netip.Addr][]ptrTarget),
+		derivedBy:  make(map[serviceKey][]serviceKey),
 	}
 	x.touch()
 	return x
@@ -100,6 +154,34 @@ func (x *index) reverseLookup(addr netip.Addr) []ptrTarget {
 	t := x.reverse[addr]
 	x.mu.RUnlock()
 	return t
+}
+
+// derivedImports returns the imports whose derived-service annotation names
+// the local Service key.
+func (x *index) derivedImports(key serviceKey) []serviceKey {
+	x.mu.RLock()
+	k := x.derivedBy[key]
+	x.mu.RUnlock()
+	return k
+}
+
+// hasDerived reports whether some import names a derived Service.
+func (x *index) hasDerived() bool {
+	x.mu.RLock()
+	n := len(x.derivedBy)
+	x.mu.RUnlock()
+	return n > 0
+}
+
+// snapshot returns every view, ordered by namespace and name.
+func (x *index) snapshot() []*view {
+	x.mu.RLock()
+	views := slices.Collect(maps.Values(x.views))
+	x.mu.RUnlock()
+	slices.SortFunc(views, func(a, b *view) int {
+		return cmp.Or(cmp.Compare(a.key.namespace, b.key.namespace), cmp.Compare(a.key.name, b.key.name))
+	})
+	return views
 }
 
 // len returns the number of services in the index.
@@ -130,6 +212,10 @@ func (x *index) put(key serviceKey, v *view) {
 }
 
 func (x *index) linkLocked(v *view) {
+	if v.derived != "" {
+		d := serviceKey{namespace: v.key.namespace, name: v.derived}
+		x.derivedBy[d] = append(slices.Clip(x.derivedBy[d]), v.key)
+	}
 	for _, ip := range v.ipv4 {
 		x.addReverseLocked(ip, ptrTarget{key: v.key})
 	}
@@ -137,7 +223,11 @@ func (x *index) linkLocked(v *view) {
 		x.addReverseLocked(ip, ptrTarget{key: v.key})
 	}
 	for _, e := range v.endpoints {
-		x.addReverseLocked(e.ip, ptrTarget{key: v.key, host: e.host, cluster: e.cluster})
+		t := ptrTarget{key: v.key, host: e.host, cluster: e.cluster}
+		if e.cluster == "" {
+			t.host = "" // no host.cluster name: the service's own name
+		}
+		x.addReverseLocked(e.ip, t)
 	}
 }
 
@@ -146,6 +236,16 @@ func (x *index) unlinkLocked(v *view) {
 		delete(x.namespaces, v.key.namespace)
 	} else {
 		x.namespaces[v.key.namespace] = n - 1
+	}
+	if v.derived != "" {
+		// Copied, not edited in place: readers may hold the old slice.
+		d := serviceKey{namespace: v.key.namespace, name: v.derived}
+		kept := slices.DeleteFunc(slices.Clone(x.derivedBy[d]), func(k serviceKey) bool { return k == v.key })
+		if len(kept) == 0 {
+			delete(x.derivedBy, d)
+		} else {
+			x.derivedBy[d] = kept
+		}
 	}
 	for _, ip := range v.ipv4 {
 		x.removeReverseLocked(ip, v.key)

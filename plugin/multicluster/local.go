@@ -18,6 +18,9 @@ type localServices interface {
 	// readyEndpoints reports whether some EndpointSlice of the Service
 	// namespace/name has a ready address (failover).
 	readyEndpoints(namespace, name string) bool
+	// byClusterIP returns the Services that have ip, in its canonical form,
+	// among their ClusterIPs (PTR of derived Services).
+	byClusterIP(ip string) []*object.Service
 	hasSynced() bool
 }
 
@@ -26,6 +29,7 @@ type localServices interface {
 // per server.
 type kubernetesCache interface {
 	SvcIndex(string) []*object.Service
+	SvcIndexReverse(string) []*object.Service
 	EpIndex(string) []*object.Endpoints
 	HasSynced() bool
 }
@@ -56,6 +60,10 @@ func (k kubernetesServices) readyEndpoints(namespace, name string) bool {
 	return false
 }
 
+func (k kubernetesServices) byClusterIP(ip string) []*object.Service {
+	return k.cache.SvcIndexReverse(ip)
+}
+
 func (k kubernetesServices) hasSynced() bool { return k.cache.HasSynced() }
 
 // kubernetesCachesEndpoints reports whether the kubernetes plugin k watches
@@ -77,9 +85,21 @@ func kubernetesCachesEndpoints(k *kubernetes.Kubernetes) bool {
 // servers without a kubernetes plugin. It does not watch endpoints: setup
 // refuses failover without the kubernetes plugin.
 type informerServices struct {
-	store  cache.Store
+	store  cache.Indexer // indexed by ClusterIP, see clusterIPIndexers
 	synced func() bool
 }
+
+// byClusterIPIndex is the index of informerServices.store by ClusterIP.
+const byClusterIPIndex = "clusterIP"
+
+// clusterIPIndexers index Services by each of their ClusterIPs.
+var clusterIPIndexers = cache.Indexers{byClusterIPIndex: func(obj any) ([]string, error) {
+	svc, ok := obj.(*object.Service)
+	if !ok {
+		return nil, nil
+	}
+	return svc.ClusterIPs, nil
+}}
 
 func (s informerServices) service(namespace, name string) *object.Service {
 	obj, ok, err := s.store.GetByKey(namespace + "/" + name)
@@ -91,6 +111,20 @@ func (s informerServices) service(namespace, name string) *object.Service {
 }
 
 func (s informerServices) readyEndpoints(string, string) bool { return false }
+
+func (s informerServices) byClusterIP(ip string) []*object.Service {
+	objs, err := s.store.ByIndex(byClusterIPIndex, ip)
+	if err != nil {
+		return nil
+	}
+	svcs := make([]*object.Service, 0, len(objs))
+	for _, o := range objs {
+		if svc, ok := o.(*object.Service); ok {
+			svcs = append(svcs, svc)
+		}
+	}
+	return svcs
+}
 
 func (s informerServices) hasSynced() bool { return s.synced() }
 

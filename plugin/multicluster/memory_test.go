@@ -57,7 +57,7 @@ func retainedPerImport(tb testing.TB, n int) float64 {
 			return watch.NewFake(), nil
 		},
 	}
-	_, ctrl := newInformer(kindServiceImport, lw, &mcsv1beta1.ServiceImport{}, toImportSpec, func(error) {}, time.Second, importHandler(s))
+	_, ctrl := newInformer(kindServiceImport, lw, &mcsv1beta1.ServiceImport{}, toImportSpec, func(error) {}, time.Second, importHandler(s), nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go ctrl.RunWithContext(ctx)

@@ -48,6 +48,13 @@ var (
 		Help:      "Answers in fallback zones served from ServiceImports because the local Service had no ready endpoint (failover).",
 	}, []string{"server"})
 
+	policyTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "policy_decisions_total",
+		Help:      "Queries whose answer a traffic or fallback policy decided, by rule: local_preferred (only the local cluster's endpoints, for an import that prefers close ones), failover_service (a fallback name failed over because its import prefers close endpoints), scope_refused (a fallback name the fallback scope keeps local).",
+	}, []string{"server", "rule"})
+
 	objects = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
@@ -106,9 +113,22 @@ func (c *counter) inc(server string) {
 	child.Inc()
 }
 
+// rule is a policy that decided an answer, the rule label of policyTotal.
+type rule uint8
+
+const (
+	ruleLocalPreferred  rule = iota // only the local cluster's endpoints (trafficDistribution)
+	ruleFailoverService             // a fallback name failed over for its import's trafficDistribution
+	ruleScopeRefused                // a fallback name the fallback scope keeps local
+	rules
+)
+
+var ruleNames = [rules]string{"local_preferred", "failover_service", "scope_refused"}
+
 // queryCounters are the counters of the query path.
 type queryCounters struct {
 	requests        [zoneKinds][outcomes]*counter
+	policies        [rules]*counter
 	fallbackAnswers *counter
 	failoverAnswers *counter
 }
@@ -123,7 +143,14 @@ func newQueryCounters() *queryCounters {
 			q.requests[k][o] = newCounter(requestsTotal, k.String(), o.String())
 		}
 	}
+	for r := range rules {
+		q.policies[r] = newCounter(policyTotal, ruleNames[r])
+	}
 	return q
+}
+
+func (q *queryCounters) policy(server string, r rule) {
+	q.policies[r].inc(server)
 }
 
 func (q *queryCounters) request(server string, kind zoneKind, o outcome) {

@@ -30,32 +30,50 @@ type Multicluster struct {
 	Fallback []string
 	Fall     fall.F
 
-	ttl        uint32
+	// resolver answers from the index and the local cluster; the plugin
+	// decides which queries reach it, writes and counts.
+	resolver
+
+	// ptrZone is the clusterset zone PTR answers name: the first of Zones
+	// that is not a reverse zone, or empty.
+	ptrZone string
+
 	namespaces map[string]struct{} // empty: all namespaces
 
 	// failover answers a fallback name from its import while the local
 	// Service of that name has no ready endpoint.
 	failover bool
-	// derivedPrefix names the local Service whose ClusterIPs a ClusterSetIP
-	// import without spec.ips answers with: derivedPrefix+name.
-	derivedPrefix string
+	// endpointsKnown: the readiness of local endpoints is known (a
+	// kubernetes plugin that caches endpoints shares its cache), so imports
+	// that prefer close endpoints may fail over one by one.
+	endpointsKnown bool
+	// clusterID is the local cluster's id from the Corefile; empty: read
+	// from the ClusterProperty cluster.clusterset.k8s.io.
+	clusterID string
+	// scope limits which imports answer in fallback zones; nil: all.
+	scope *fallbackScope
 
 	kubeconfig string
 	context    string
 
-	index    *index
 	sources  *sources
 	counters *queryCounters
-	// local answers whether a Service exists in this cluster; set in OnStartup.
-	local localServices
 	// watch runs the informers; nil in tests that fill the index directly.
 	watch *watcher
 
 	// synced is true once every informer has synced.
 	synced atomic.Bool
 	// degraded holds why the clusterset zones cannot be served (a missing CRD
-	// or RBAC rule), or nil.
-	degraded atomic.Pointer[string]
+	// or RBAC rule, an unreachable API server at start), or nil.
+	degraded atomic.Pointer[degradation]
+}
+
+// degradation is why the plugin is degraded: the log's message, and the
+// Extended DNS Error (RFC 8914) its SERVFAIL answers carry.
+type degradation struct {
+	message  string
+	infoCode uint16
+	text     string
 }
 
 // New returns a Multicluster with the defaults of the Corefile syntax.
@@ -63,8 +81,8 @@ func New() *Multicluster {
 	x := newIndex()
 	return &Multicluster{
 		Zones:      []string{defaultZone},
-		ttl:        defaultTTL,
-		index:      x,
+		resolver:   resolver{index: x, ttl: defaultTTL},
+		ptrZone:    defaultZone,
 		sources:    newSources(x),
 		counters:   newQueryCounters(),
 		namespaces: map[string]struct{}{},
@@ -81,13 +99,17 @@ func (m *Multicluster) Ready() bool {
 }
 
 func (m *Multicluster) localSynced() bool {
-	return !m.needsLocal() || (m.local != nil && m.local.hasSynced())
+	return m.local != nil && m.local.hasSynced()
 }
 
-// needsLocal reports whether answers depend on local Services: fallback
-// zones ask whether one exists, derived_prefix reads their ClusterIPs.
-func (m *Multicluster) needsLocal() bool {
-	return len(m.Fallback) > 0 || m.derivedPrefix != ""
+// firstForwardZone returns the first zone that is not a reverse zone.
+func firstForwardZone(zones []string) string {
+	for _, z := range zones {
+		if !isReverseZone(z) {
+			return z
+		}
+	}
+	return ""
 }
 
 // serving reports whether the index can be trusted: informers synced and

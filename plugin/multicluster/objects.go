@@ -16,10 +16,15 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
-// Labels that tie an EndpointSlice to an import (the same in every mcs-api version).
+// Labels that tie an EndpointSlice to an import (the same in every mcs-api
+// version), and the annotation of an import that names its derived Service.
 const (
 	labelServiceName   = mcsv1beta1.LabelServiceName
 	labelSourceCluster = mcsv1beta1.LabelSourceCluster
+	// annotationDerivedService names the local Service that carries an
+	// import's ClusterIPs. The mcs-api reference controller sets it
+	// (controllers/common.go, DerivedServiceAnnotation), and so does Cilium.
+	annotationDerivedService = "multicluster.kubernetes.io/derived-service"
 )
 
 // importSpec is a ServiceImport reduced to what DNS needs; v1alpha1 and
@@ -32,8 +37,14 @@ const (
 // that view is the spec itself: one allocation per import, not two.
 type importSpec struct {
 	*object.Empty
-	view            // key, headless, ipv4, ipv6, ports; endpoints stay empty
+	view            // key, headless, source, ipv4, ipv6, ports, derived; endpoints stay empty
 	resourceVersion string
+	// perClusterCopy marks a ServiceImport labelled with
+	// multicluster.kubernetes.io/service-name: a controller's per-cluster
+	// bookkeeping copy of an import (Lighthouse keeps them in its agent's
+	// namespace), not a service. It is kept in the store, counted under a
+	// kind of its own, and never served.
+	perClusterCopy bool
 }
 
 // sliceSpec is a multicluster EndpointSlice reduced to its ready endpoints.
@@ -42,7 +53,7 @@ type sliceSpec struct {
 	key             serviceKey // the import it belongs to
 	name            string     // the slice's own name
 	resourceVersion string
-	cluster         string
+	cluster         string // empty when the slice has no source-cluster label
 	ports           []servicePort
 	endpoints       []endpoint
 }
@@ -53,6 +64,8 @@ type importFields struct {
 	typ                              string
 	ips                              []string
 	ports                            []portFields
+	labels, annotations              map[string]string
+	trafficDistribution              string
 }
 
 type portFields struct {
@@ -61,7 +74,8 @@ type portFields struct {
 }
 
 func importFromV1beta1(si *mcsv1beta1.ServiceImport) importFields {
-	f := importFields{namespace: si.Namespace, name: si.Name, resourceVersion: si.ResourceVersion, typ: string(si.Spec.Type), ips: si.Spec.IPs}
+	f := importFields{namespace: si.Namespace, name: si.Name, resourceVersion: si.ResourceVersion, typ: string(si.Spec.Type), ips: si.Spec.IPs,
+		labels: si.Labels, annotations: si.Annotations, trafficDistribution: valueOf(si.Spec.TrafficDistribution)}
 	for _, p := range si.Spec.Ports {
 		f.ports = append(f.ports, portFields{name: p.Name, protocol: string(p.Protocol), port: p.Port})
 	}
@@ -69,7 +83,8 @@ func importFromV1beta1(si *mcsv1beta1.ServiceImport) importFields {
 }
 
 func importFromV1alpha1(si *mcsv1alpha1.ServiceImport) importFields {
-	f := importFields{namespace: si.Namespace, name: si.Name, resourceVersion: si.ResourceVersion, typ: string(si.Spec.Type), ips: si.Spec.IPs}
+	f := importFields{namespace: si.Namespace, name: si.Name, resourceVersion: si.ResourceVersion, typ: string(si.Spec.Type), ips: si.Spec.IPs,
+		labels: si.Labels, annotations: si.Annotations, trafficDistribution: valueOf(si.Spec.TrafficDistribution)}
 	for _, p := range si.Spec.Ports {
 		f.ports = append(f.ports, portFields{name: p.Name, protocol: string(p.Protocol), port: p.Port})
 	}
@@ -86,11 +101,19 @@ func newImportSpec(f importFields) (s *importSpec, problems []string, err error)
 		return nil, nil, fmt.Errorf("name %q is not a DNS label: %s", f.name, strings.Join(errs, "; "))
 	}
 	s = &importSpec{view: view{key: serviceKey{namespace: f.namespace, name: f.name}}, resourceVersion: f.resourceVersion}
+	if _, ok := f.labels[labelServiceName]; ok {
+		// Nothing of a per-cluster copy is served, so nothing of it is
+		// checked or kept either.
+		s.perClusterCopy = true
+		return s, nil, nil
+	}
 	switch f.typ {
 	case string(mcsv1beta1.Headless):
 		s.headless = true
-		if len(f.ips) > 0 {
-			problems = append(problems, "headless import has spec.ips; ignored")
+		// The AWS Cloud Map controller writes "None" into spec.ips of a
+		// headless import, as a headless Service's clusterIP says.
+		if ips := slices.DeleteFunc(slices.Clone(f.ips), isNone); len(ips) > 0 {
+			problems = append(problems, fmt.Sprintf("headless import has spec.ips %v; ignored", ips))
 		}
 	case string(mcsv1beta1.ClusterSetIP):
 		s.ipv4, s.ipv6, problems = parseClusterSetIPs(f.ips)
@@ -102,12 +125,31 @@ func newImportSpec(f importFields) (s *importSpec, problems []string, err error)
 	default:
 		return nil, nil, fmt.Errorf("unknown spec.type %q", f.typ)
 	}
+	if len(s.ipv4) > 0 || len(s.ipv6) > 0 {
+		s.source = sourceSpec
+	}
+	if d, ok := f.annotations[annotationDerivedService]; ok && !s.headless {
+		if errs := validation.IsDNS1123Label(d); len(errs) > 0 {
+			problems = append(problems, fmt.Sprintf("annotation %s=%q is not a Service name; ignored", annotationDerivedService, d))
+		} else {
+			s.derived = d
+		}
+	}
+	switch {
+	case preferClose[f.trafficDistribution]:
+		s.preferClose = true
+	case f.trafficDistribution != "":
+		problems = append(problems, fmt.Sprintf("spec.trafficDistribution %q is not one this plugin knows; ignored", f.trafficDistribution))
+	}
 	s.ports, problems = appendPorts(nil, f.ports, problems)
 	return s, problems, nil
 }
 
-// parseClusterSetIPs keeps at most one address of each family, as a
-// dual-stack Service has.
+func isNone(s string) bool { return strings.EqualFold(s, "None") }
+
+// parseClusterSetIPs keeps every address of spec.ips, once each, by family
+// and in the order given. Controllers that give each exporting cluster's
+// ClusterIP (the AWS Cloud Map controller) list several of one family.
 func parseClusterSetIPs(ips []string) (v4, v6 []net.IP, problems []string) {
 	for _, s := range ips {
 		ip := net.ParseIP(s)
@@ -115,17 +157,13 @@ func parseClusterSetIPs(ips []string) (v4, v6 []net.IP, problems []string) {
 		case ip == nil:
 			problems = append(problems, fmt.Sprintf("spec.ips: %q is not an IP address; skipped", s))
 		case ip.To4() != nil:
-			if len(v4) > 0 {
-				problems = append(problems, fmt.Sprintf("spec.ips: more than one IPv4 address; %s skipped", s))
-				continue
+			if !slices.ContainsFunc(v4, ip.Equal) {
+				v4 = append(v4, ip.To4())
 			}
-			v4 = append(v4, ip.To4())
 		default:
-			if len(v6) > 0 {
-				problems = append(problems, fmt.Sprintf("spec.ips: more than one IPv6 address; %s skipped", s))
-				continue
+			if !slices.ContainsFunc(v6, ip.Equal) {
+				v6 = append(v6, ip)
 			}
-			v6 = append(v6, ip)
 		}
 	}
 	return v4, v6, problems
@@ -168,11 +206,11 @@ func newSliceSpec(es *discovery.EndpointSlice) (s *sliceSpec, problems []string,
 	if errs := validation.IsDNS1123Label(svc); len(errs) > 0 {
 		return nil, nil, fmt.Errorf("label %s=%q is not a service name", labelServiceName, svc)
 	}
+	// Without a source-cluster label (mcs-api's e2e and simple controllers
+	// write none) the slice's addresses still serve the service's own name,
+	// but no host.cluster name can be made for them.
 	cluster := strings.ToLower(es.Labels[labelSourceCluster])
-	if cluster == "" {
-		return nil, nil, fmt.Errorf("no %s label: its endpoints cannot be named", labelSourceCluster)
-	}
-	if errs := validation.IsDNS1123Subdomain(cluster); len(errs) > 0 {
+	if errs := validation.IsDNS1123Subdomain(cluster); cluster != "" && len(errs) > 0 {
 		return nil, nil, fmt.Errorf("label %s=%q is not a DNS name: %s", labelSourceCluster, cluster, strings.Join(errs, "; "))
 	}
 	s = &sliceSpec{
@@ -240,13 +278,21 @@ func dashedIP(ip string) string {
 	return strings.NewReplacer(".", "-", ":", "-").Replace(strings.ToLower(ip))
 }
 
-// newView builds the view of a service from its import and, for a headless
-// import, the slices of every cluster. imp must not be nil.
-func newView(imp *importSpec, slicesOf map[string]*sliceSpec) *view {
+// viewPolicy is what decides a view beyond its objects: the operator's
+// fallback scope, and the id of the cluster this server runs in (empty when
+// unknown), which imports that prefer close endpoints favour.
+type viewPolicy struct {
+	scope        *fallbackScope
+	localCluster string
+}
+
+// newView builds the view of a service from its import and the slices of
+// every cluster. imp must not be nil.
+func newView(imp *importSpec, slicesOf map[string]*sliceSpec, policy viewPolicy) *view {
 	if !imp.headless {
-		return &imp.view // specs are immutable, as views are
+		return newClusterSetIPView(imp, slicesOf, policy)
 	}
-	v := &view{key: imp.key, headless: true}
+	v := &view{key: imp.key, headless: true, preferClose: imp.preferClose, outOfScope: !policy.scope.allows(imp.key.namespace, imp.key.name)}
 	// A headless import's ports come from its slices (each cluster exports
 	// the same Service, so they agree); the import's ports are the fallback.
 	for _, s := range slicesOf {
@@ -270,7 +316,81 @@ func newView(imp *importSpec, slicesOf map[string]*sliceSpec) *view {
 	v.endpoints = slices.CompactFunc(v.endpoints, func(a, b endpoint) bool {
 		return a.cluster == b.cluster && a.host == b.host && a.ip.Equal(b.ip)
 	})
+	v.served = v.endpoints
+	if imp.preferClose && policy.localCluster != "" {
+		// Sorted by cluster, the local cluster's endpoints are one run.
+		lo := slices.IndexFunc(v.endpoints, func(e endpoint) bool { return e.cluster == policy.localCluster })
+		if lo >= 0 {
+			hi := lo
+			for hi < len(v.endpoints) && v.endpoints[hi].cluster == policy.localCluster {
+				hi++
+			}
+			v.served, v.localOnly = v.endpoints[lo:hi:hi], true
+		}
+	}
 	return v
+}
+
+// newClusterSetIPView is the view of a ClusterSetIP import. With spec.ips, or
+// without any ready slice address, it is the spec itself (specs are
+// immutable, as views are), unless the fallback scope leaves it out.
+// Otherwise it carries the ready addresses of the import's slices, which
+// answer when no derived Service does: Lighthouse, without clusterset IPs,
+// writes one slice per cluster whose endpoint is that cluster's ClusterIP.
+// An import that prefers close endpoints answers with the local cluster's
+// addresses alone while it has one.
+func newClusterSetIPView(imp *importSpec, slicesOf map[string]*sliceSpec, policy viewPolicy) *view {
+	outOfScope := !policy.scope.allows(imp.key.namespace, imp.key.name)
+	spec := func() *view {
+		if !outOfScope {
+			return &imp.view
+		}
+		v := imp.view
+		v.outOfScope = true
+		return &v
+	}
+	if imp.source == sourceSpec || len(slicesOf) == 0 {
+		return spec()
+	}
+	collect := func(cluster string, all bool) (v4, v6 []net.IP) {
+		for _, s := range slicesOf {
+			if !all && s.cluster != cluster {
+				continue
+			}
+			for _, e := range s.endpoints {
+				if e.v6 {
+					v6 = append(v6, e.ip)
+				} else {
+					v4 = append(v4, e.ip)
+				}
+			}
+		}
+		return v4, v6
+	}
+	var v4, v6 []net.IP
+	localOnly := false
+	if imp.preferClose && policy.localCluster != "" {
+		v4, v6 = collect(policy.localCluster, false)
+		localOnly = len(v4) > 0 || len(v6) > 0
+	}
+	if !localOnly {
+		v4, v6 = collect("", true)
+	}
+	if len(v4) == 0 && len(v6) == 0 {
+		return spec()
+	}
+	v := imp.view
+	v.source, v.outOfScope, v.localOnly = sourceSlices, outOfScope, localOnly
+	v.ipv4, v.ipv6 = sortedUnique(v4), sortedUnique(v6)
+	return &v
+}
+
+// sortedUnique sorts ips and drops repeats: every cluster reports its own
+// addresses, and an answer names each once, in an order that does not
+// depend on the order slices arrived in.
+func sortedUnique(ips []net.IP) []net.IP {
+	slices.SortFunc(ips, compareIP)
+	return slices.CompactFunc(ips, net.IP.Equal)
 }
 
 func compareIP(a, b net.IP) int {
@@ -279,6 +399,16 @@ func compareIP(a, b net.IP) int {
 
 // The specs are what informer stores hold, so they are Kubernetes objects as
 // far as the store's key function and the reflector care.
+
+// kindServiceImportCopy is the objects gauge's kind of per-cluster copies.
+const kindServiceImportCopy = "serviceimport_copy"
+
+func (s *importSpec) metricKind() string {
+	if s.perClusterCopy {
+		return kindServiceImportCopy
+	}
+	return strings.ToLower(kindServiceImport)
+}
 
 func (s *importSpec) GetNamespace() string           { return s.key.namespace }
 func (s *importSpec) SetNamespace(string)            {}
@@ -294,3 +424,11 @@ func (s *sliceSpec) SetName(string)                  {}
 func (s *sliceSpec) GetResourceVersion() string      { return s.resourceVersion }
 func (s *sliceSpec) SetResourceVersion(string)       {}
 func (s *sliceSpec) DeepCopyObject() runtime.Object  { c := *s; return &c }
+
+// valueOf returns *p, or "" for nil.
+func valueOf(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

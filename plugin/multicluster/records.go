@@ -20,6 +20,9 @@ type answer struct {
 	rcode  int
 	answer []dns.RR
 	extra  []dns.RR
+	// localOnly: the records are the local cluster's alone, chosen because
+	// the import prefers close endpoints.
+	localOnly bool
 }
 
 var (

@@ -80,7 +80,7 @@ func fakeClients() (*kubefake.Clientset, *mcsfake.Clientset) {
 func runWatcher(t *testing.T, m *Multicluster, kube *kubefake.Clientset, mcs *mcsfake.Clientset) (synced chan struct{}) {
 	t.Helper()
 	w := &watcher{kube: kube, mcs: mcs, sources: m.sources, retry: 10 * time.Millisecond,
-		health: newHealth(func(r *string) { m.degraded.Store(r) })}
+		health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
 	synced = make(chan struct{})
 	w.start(func() { m.synced.Store(true); close(synced) })
 	m.watch = w
@@ -199,7 +199,7 @@ func TestWatchHealsAfterCRDReturns(t *testing.T) {
 	m := New()
 	synced := runWatcher(t, m, kube, mcs)
 	waitFor(t, 5*time.Second, "three lists answered NotFound", func() bool { return refusals.Load() >= 3 })
-	if r := m.degraded.Load(); r == nil || !strings.Contains(*r, "manifests/crds") {
+	if r := m.degraded.Load(); r == nil || !strings.Contains(r.message, "manifests/crds") {
 		t.Fatalf("degraded = %v, want the missing CRD and manifests/crds", r)
 	}
 	if got := testutil.ToFloat64(degradedGauge.WithLabelValues(reasonCRD)); got != 1 {
@@ -275,7 +275,7 @@ func (s *scriptedListWatch) nextWatch(t *testing.T) *watch.FakeWatcher {
 func runScriptedInformer(t *testing.T, kind string, lw *scriptedListWatch, objType runtime.Object, convert func(meta.Object) (meta.Object, error), h *handler) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	_, ctrl := newInformer(kind, lw.listWatch(), objType, convert, func(error) {}, 10*time.Millisecond, h)
+	_, ctrl := newInformer(kind, lw.listWatch(), objType, convert, func(error) {}, 10*time.Millisecond, h, nil)
 	done := make(chan struct{})
 	go func() { ctrl.RunWithContext(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
@@ -290,10 +290,11 @@ func badImport(name, rv, typ string, ips []string, ports ...mcsv1beta1.ServicePo
 }
 
 // TestMalformedObjects feeds objects the real API server's schema would
-// mostly refuse (more than two IPs, no type, an unknown type, no name, a
-// mixed-family EndpointSlice) or accept (a bad IP string, two of one family,
-// ports out of range) through the informers: the bad part is skipped and
-// logged once per object version, even across a relist, and the rest served.
+// mostly refuse (no type, an unknown type, no name, a mixed-family
+// EndpointSlice) or accept (a bad IP string, ports out of range) through the
+// informers: the bad part is skipped and logged once per object version, even
+// across a relist, and the rest served. Several addresses of one family and a
+// slice without a source cluster are not malformed: they are served.
 func TestMalformedObjects(t *testing.T) {
 	logs := captureLog(t)
 	malformedImports := malformedTotal.WithLabelValues("serviceimport")
@@ -320,7 +321,7 @@ func TestMalformedObjects(t *testing.T) {
 			Endpoints:   []discovery.Endpoint{{Addresses: []string{"fd00::9", "nope", "10.3.3.3"}, Conditions: discovery.EndpointConditions{Ready: &ready}}},
 			Ports:       []discovery.EndpointPort{{Port: &port0}, {Port: &port53}},
 		},
-		{ // no cluster: its endpoints cannot be named
+		{ // no cluster: served, but without host.cluster names
 			ObjectMeta:  meta.ObjectMeta{Namespace: "ns1", Name: "db-nocluster", ResourceVersion: "1", Labels: map[string]string{labelServiceName: "db"}},
 			AddressType: discovery.AddressTypeIPv4,
 			Endpoints:   []discovery.Endpoint{{Addresses: []string{"10.3.3.4"}}},
@@ -347,14 +348,16 @@ func TestMalformedObjects(t *testing.T) {
 	watcher := importLW.nextWatch(t)
 
 	cases := []test.Case{
-		{Qname: "odd.ns1.svc.clusterset.local.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("odd.ns1.svc.clusterset.local. 5 IN A 10.1.1.1")}},
-		{Qname: "odd.ns1.svc.clusterset.local.", Qtype: dns.TypeAAAA, Answer: []dns.RR{test.AAAA("odd.ns1.svc.clusterset.local. 5 IN AAAA fd00::1")}},
+		{Qname: "odd.ns1.svc.clusterset.local.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("odd.ns1.svc.clusterset.local. 5 IN A 10.1.1.1"), test.A("odd.ns1.svc.clusterset.local. 5 IN A 10.1.1.2")}},
+		{Qname: "odd.ns1.svc.clusterset.local.", Qtype: dns.TypeAAAA, Answer: []dns.RR{test.AAAA("odd.ns1.svc.clusterset.local. 5 IN AAAA fd00::1"), test.AAAA("odd.ns1.svc.clusterset.local. 5 IN AAAA fd00::2")}},
 		{Qname: "odd.ns1.svc.clusterset.local.", Qtype: dns.TypeSRV,
 			Answer: []dns.RR{test.SRV("odd.ns1.svc.clusterset.local. 5 IN SRV 0 100 80 odd.ns1.svc.clusterset.local.")},
-			Extra:  []dns.RR{test.A("odd.ns1.svc.clusterset.local. 5 IN A 10.1.1.1"), test.AAAA("odd.ns1.svc.clusterset.local. 5 IN AAAA fd00::1")}},
+			Extra: []dns.RR{test.A("odd.ns1.svc.clusterset.local. 5 IN A 10.1.1.1"), test.A("odd.ns1.svc.clusterset.local. 5 IN A 10.1.1.2"),
+				test.AAAA("odd.ns1.svc.clusterset.local. 5 IN AAAA fd00::1"), test.AAAA("odd.ns1.svc.clusterset.local. 5 IN AAAA fd00::2")}},
 		{Qname: "notype.ns1.svc.clusterset.local.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("notype.ns1.svc.clusterset.local. 5 IN A 10.2.2.2")}},
 		{Qname: "weird.ns1.svc.clusterset.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: []dns.RR{soaOf("clusterset.local.")}},
-		{Qname: "db.ns1.svc.clusterset.local.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("db.ns1.svc.clusterset.local. 5 IN A 10.3.3.3")}},
+		{Qname: "db.ns1.svc.clusterset.local.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("db.ns1.svc.clusterset.local. 5 IN A 10.3.3.3"), test.A("db.ns1.svc.clusterset.local. 5 IN A 10.3.3.4")}},
+		{Qname: "10-3-3-3.east.db.ns1.svc.clusterset.local.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("10-3-3-3.east.db.ns1.svc.clusterset.local. 5 IN A 10.3.3.3")}},
 		{Qname: "_http._tcp.db.ns1.svc.clusterset.local.", Qtype: dns.TypeSRV, Rcode: dns.RcodeNameError, Ns: []dns.RR{soaOf("clusterset.local.")}},
 		{Qname: "web.ns1.svc.clusterset.local.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("web.ns1.svc.clusterset.local. 5 IN A 10.2.2.5")}},
 	}
@@ -382,7 +385,6 @@ func TestMalformedObjects(t *testing.T) {
 		"ServiceImport ns1/weird (resourceVersion 1)",
 		"ServiceImport ns1/ (resourceVersion 1)",
 		"EndpointSlice ns1/db-east (resourceVersion 1)",
-		"EndpointSlice ns1/db-nocluster (resourceVersion 1)",
 		"EndpointSlice ns1/db-noname (resourceVersion 1)",
 	}
 	checkLoggedOnce := func() {
@@ -395,16 +397,19 @@ func TestMalformedObjects(t *testing.T) {
 		if got := testutil.ToFloat64(malformedImports) - importsBefore; got != 4 {
 			t.Errorf("malformed ServiceImport versions counted %v, want 4", got)
 		}
-		if got := testutil.ToFloat64(malformedSlices) - slicesBefore; got != 3 {
-			t.Errorf("malformed EndpointSlice versions counted %v, want 3", got)
+		if got := testutil.ToFloat64(malformedSlices) - slicesBefore; got != 2 {
+			t.Errorf("malformed EndpointSlice versions counted %v, want 2", got)
+		}
+		if n := logs.count("db-nocluster"); n != 0 {
+			t.Errorf("a slice without a source cluster logged %d times, want never", n)
 		}
 	}
 	checkLoggedOnce()
-	for _, part := range []string{`"not-an-ip" is not an IP address`, "more than one IPv4 address; 10.1.1.2", "more than one IPv6 address; fd00::2",
+	for _, part := range []string{`"not-an-ip" is not an IP address`,
 		`port "big": number 70000 out of range`, `port "zero": number 0 out of range`, `port name "Not_A_Label"`, `unknown protocol "ICMP"`,
 		"spec.type is empty", `unknown spec.type "LoadBalancer"`, `name "" is not a DNS label`,
 		"endpoint address fd00::9 does not match addressType IPv4", `endpoint address "nope"`, `port "": number 0 out of range`,
-		"no " + labelSourceCluster + " label", "label " + labelServiceName + `="" is not a service name`} {
+		"label " + labelServiceName + `="" is not a service name`} {
 		if !strings.Contains(logs.String(), part) {
 			t.Errorf("the log does not say %q", part)
 		}

@@ -16,6 +16,7 @@ import (
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/miekg/dns"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
 	kubeclient "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -42,6 +43,7 @@ func setup(c *caddy.Controller) error {
 		k, ok := dnsserver.GetConfig(c).Handler("kubernetes").(*kubernetes.Kubernetes)
 		if ok && k.APIConn != nil {
 			m.local = kubernetesServices{cache: k.APIConn}
+			m.endpointsKnown = kubernetesCachesEndpoints(k)
 		}
 		if m.failover {
 			// Failover reads endpoint readiness from the kubernetes plugin's
@@ -88,13 +90,20 @@ func (m *Multicluster) startWatching() error {
 	if err != nil {
 		return fmt.Errorf("mcs-api client: %w", err)
 	}
+	var dyn dynamic.Interface
+	if m.clusterID == "" {
+		if dyn, err = dynamic.NewForConfig(cfg); err != nil {
+			return fmt.Errorf("dynamic client: %w", err)
+		}
+	}
 	w := &watcher{
 		kube:        kube,
 		mcs:         mcs,
 		namespaces:  slices.Sorted(mapKeys(m.namespaces)),
 		sources:     m.sources,
-		health:      newHealth(func(reason *string) { m.degraded.Store(reason) }),
-		ownServices: m.needsLocal() && m.local == nil,
+		health:      newHealth(func(d *degradation) { m.degraded.Store(d) }),
+		ownServices: m.local == nil,
+		dynamic:     dyn,
 		retry:       time.Second,
 	}
 	synced := make(chan struct{})
@@ -173,6 +182,7 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 				return nil, err
 			}
 			m.Zones = zones
+			m.ptrZone = firstForwardZone(zones)
 		}
 		options := map[string]bool{}
 		for c.NextBlock() {
@@ -194,6 +204,11 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 	if m.failover && len(m.Fallback) == 0 {
 		return nil, c.Errf("failover applies to fallback zones: add fallback ZONE...")
 	}
+	if m.scope != nil && len(m.Fallback) == 0 {
+		return nil, c.Errf("fallback_scope applies to fallback zones: add fallback ZONE...")
+	}
+	m.sources.setScope(m.scope)
+	m.sources.setLocalCluster(m.clusterID)
 	if len(m.Fall.Zones) == 0 {
 		m.Fall.Zones = nil
 	}
@@ -252,6 +267,32 @@ func parseOption(c *caddy.Controller, m *Multicluster, option string) error {
 			return c.Errf("derived_prefix %q cannot start a Service name: %s", args[0], strings.Join(errs, "; "))
 		}
 		m.derivedPrefix = args[0]
+	case "cluster_id":
+		if len(args) != 1 {
+			return c.Errf("cluster_id needs exactly one id, got %d arguments", len(args))
+		}
+		id := strings.ToLower(args[0])
+		if errs := validation.IsDNS1123Subdomain(id); len(errs) > 0 {
+			return c.Errf("cluster_id %q is not a cluster id (DNS labels separated by dots): %s", args[0], strings.Join(errs, "; "))
+		}
+		m.clusterID = id
+	case "fallback_scope":
+		if len(args) == 0 {
+			return c.Errf("fallback_scope needs at least one pattern, such as shop/* or !kube-system/*")
+		}
+		scope := &fallbackScope{}
+		for _, arg := range args {
+			p, exclude, err := parseScopePattern(arg)
+			if err != nil {
+				return c.Errf("fallback_scope: %v", err)
+			}
+			if exclude {
+				scope.exclude = append(scope.exclude, p)
+			} else {
+				scope.include = append(scope.include, p)
+			}
+		}
+		m.scope = scope
 	case "ttl":
 		if len(args) != 1 {
 			return c.Errf("ttl needs exactly one value, got %d", len(args))

@@ -3,6 +3,7 @@ package multicluster
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -38,6 +39,8 @@ func TestParseEveryOption(t *testing.T) {
 		fallthrough in-addr.arpa
 		failover
 		derived_prefix derived-
+		cluster_id East.Prod
+		fallback_scope shop/* !shop/internal-* */payments
 	}`
 	m, err := parse(caddy.NewTestController("dns", input))
 	if err != nil {
@@ -63,6 +66,16 @@ func TestParseEveryOption(t *testing.T) {
 	}
 	if !m.failover || m.derivedPrefix != "derived-" {
 		t.Errorf("failover %v derived_prefix %q", m.failover, m.derivedPrefix)
+	}
+	if m.clusterID != "east.prod" || m.sources.localCluster() != "east.prod" {
+		t.Errorf("cluster_id %q, sources know %q", m.clusterID, m.sources.localCluster())
+	}
+	want := &fallbackScope{
+		include: []scopePattern{{namespace: "shop", name: "*"}, {namespace: "*", name: "payments"}},
+		exclude: []scopePattern{{namespace: "shop", name: "internal-*"}},
+	}
+	if !reflect.DeepEqual(m.scope, want) {
+		t.Errorf("fallback_scope %+v, want %+v", m.scope, want)
 	}
 }
 
@@ -126,6 +139,17 @@ func TestParseErrors(t *testing.T) {
 		{"multicluster {\n derived_prefix a b\n}", "got 2 arguments"},
 		{"multicluster {\n derived_prefix Derived_\n}", `derived_prefix "Derived_" cannot start a Service name`},
 		{"multicluster {\n derived_prefix -x\n}", `derived_prefix "-x" cannot start a Service name`},
+		{"multicluster {\n cluster_id\n}", "Testfile:2 - Error during parsing: cluster_id needs exactly one id, got 0"},
+		{"multicluster {\n cluster_id east west\n}", "cluster_id needs exactly one id, got 2"},
+		{"multicluster {\n cluster_id east_1\n}", `cluster_id "east_1" is not a cluster id`},
+		{"multicluster {\n fallback cluster.local\n fallback_scope\n}", "Testfile:3 - Error during parsing: fallback_scope needs at least one pattern"},
+		{"multicluster {\n fallback cluster.local\n\n fallback_scope shop/* shop\n}", `Testfile:4 - Error during parsing: fallback_scope: "shop" is not NAMESPACE/NAME`},
+		{"multicluster {\n fallback cluster.local\n fallback_scope shop/a/b\n}", `fallback_scope: "shop/a/b" is not NAMESPACE/NAME`},
+		{"multicluster {\n fallback cluster.local\n fallback_scope /web\n}", `fallback_scope: "/web": an empty name`},
+		{"multicluster {\n fallback cluster.local\n fallback_scope Shop/*\n}", `fallback_scope: "Shop/*": "Shop" has 'S'`},
+		{"multicluster {\n fallback cluster.local\n fallback_scope shop/we?b\n}", `fallback_scope: "shop/we?b": "we?b" has '?'`},
+		{"multicluster {\n fallback cluster.local\n fallback_scope !!shop/*\n}", `fallback_scope: "!!shop/*"`},
+		{"multicluster {\n fallback_scope shop/*\n}", "fallback_scope applies to fallback zones"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.want, func(t *testing.T) {

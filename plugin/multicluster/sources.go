@@ -11,14 +11,17 @@ type sliceID struct{ namespace, name string }
 type sources struct {
 	mu      sync.Mutex
 	imports map[serviceKey]*importSpec
+	copies  map[serviceKey]struct{}              // per-cluster copies, never served
 	slices  map[serviceKey]map[string]*sliceSpec // by slice name
 	sliceOf map[sliceID]serviceKey               // where a slice was filed, for relabelled slices
 	index   *index
+	policy  viewPolicy
 }
 
 func newSources(x *index) *sources {
 	return &sources{
 		imports: make(map[serviceKey]*importSpec),
+		copies:  make(map[serviceKey]struct{}),
 		slices:  make(map[serviceKey]map[string]*sliceSpec),
 		sliceOf: make(map[sliceID]serviceKey),
 		index:   x,
@@ -28,6 +31,16 @@ func newSources(x *index) *sources {
 func (s *sources) setImport(spec *importSpec) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if spec.perClusterCopy {
+		if _, seen := s.copies[spec.key]; !seen {
+			log.Infof("ServiceImport %s is labelled %s: a controller's per-cluster copy of an import, not served", spec.key, labelServiceName)
+			s.copies[spec.key] = struct{}{}
+		}
+		// Labelled after it was served: withdraw it.
+		s.deleteImportLocked(spec.key)
+		return
+	}
+	delete(s.copies, spec.key)
 	s.imports[spec.key] = spec
 	s.rebuildLocked(spec.key)
 }
@@ -35,6 +48,11 @@ func (s *sources) setImport(spec *importSpec) {
 func (s *sources) deleteImport(key serviceKey) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.copies, key)
+	s.deleteImportLocked(key)
+}
+
+func (s *sources) deleteImportLocked(key serviceKey) {
 	if _, ok := s.imports[key]; !ok {
 		return
 	}
@@ -90,5 +108,34 @@ func (s *sources) rebuildLocked(key serviceKey) {
 		s.index.put(key, nil)
 		return
 	}
-	s.index.put(key, newView(imp, s.slices[key]))
+	s.index.put(key, newView(imp, s.slices[key], s.policy))
+}
+
+// setScope sets the fallback scope; views built from then on follow it.
+// Setup calls it before any object arrives.
+func (s *sources) setScope(scope *fallbackScope) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.policy.scope = scope
+}
+
+// setLocalCluster sets the id of the cluster this server runs in, and
+// rebuilds every view, since which endpoints are local changes with it. It
+// is rare: when the ClusterProperty appears, changes or goes.
+func (s *sources) setLocalCluster(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.policy.localCluster == id {
+		return
+	}
+	s.policy.localCluster = id
+	for key := range s.imports {
+		s.rebuildLocked(key)
+	}
+}
+
+func (s *sources) localCluster() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.policy.localCluster
 }

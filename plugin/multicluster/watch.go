@@ -4,18 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/coredns/coredns/plugin/kubernetes/object"
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
@@ -52,17 +57,22 @@ type watcher struct {
 
 	// ownServices makes the watcher cache local Services itself.
 	ownServices bool
-	services    cache.Store
+	services    cache.Indexer
 	servicesOK  func() bool
+
+	// dynamic, when set, follows the ClusterProperty that names the local
+	// cluster (clusterid.go); nil when the Corefile gives cluster_id.
+	dynamic dynamic.Interface
 
 	// retry is the first wait before another attempt while the CRD or a
 	// permission is missing; it doubles up to maxRetry.
 	retry time.Duration
 
-	mu     sync.Mutex
-	stores map[cache.Store]string // every store, by metric kind, for the objects gauge
-	cancel context.CancelFunc
-	done   chan struct{}
+	clusterID sync.WaitGroup // the ClusterProperty follower
+	mu        sync.Mutex
+	stores    map[cache.Store]string // every store, by metric kind, for the objects gauge
+	cancel    context.CancelFunc
+	done      chan struct{}
 }
 
 // track returns store after noting it for stop.
@@ -84,10 +94,14 @@ func (w *watcher) start(onSynced func()) {
 	w.done = make(chan struct{})
 
 	if w.ownServices {
-		store, ctrl := newInformer("Service", serviceListWatch(w.kube), &corev1.Service{}, toService, w.guard(reasonServiceRBAC, "services"), w.retry, nil)
-		w.services = w.track("Service", store)
+		store, ctrl := newInformer("Service", serviceListWatch(w.kube), &corev1.Service{}, toService, w.guard(reasonServiceRBAC, "services"), w.retry, nil, clusterIPIndexers)
+		w.track("Service", store)
+		w.services = store
 		w.servicesOK = ctrl.HasSynced
 		go ctrl.RunWithContext(ctx)
+	}
+	if w.dynamic != nil {
+		w.clusterID.Go(func() { w.watchClusterID(ctx) })
 	}
 	go func() {
 		defer close(w.done)
@@ -99,8 +113,8 @@ func (w *watcher) start(onSynced func()) {
 
 		var synced []cache.InformerSynced
 		for _, ns := range w.watchNamespaces() {
-			is, ic := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), importObjectType(version), toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, importHandler(w.sources))
-			ss, sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), &discovery.EndpointSlice{}, toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), w.retry, sliceHandler(w.sources))
+			is, ic := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), importObjectType(version), toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, importHandler(w.sources), nil)
+			ss, sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), &discovery.EndpointSlice{}, toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), w.retry, sliceHandler(w.sources), nil)
 			w.track(kindServiceImport, is)
 			w.track(kindEndpointSlice, ss)
 			go ic.RunWithContext(ctx)
@@ -123,10 +137,13 @@ func (w *watcher) stop() {
 	}
 	w.cancel()
 	<-w.done
+	w.clusterID.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for store, kind := range w.stores {
-		objects.WithLabelValues(kind).Sub(float64(len(store.ListKeys())))
+		for _, obj := range store.List() {
+			objects.WithLabelValues(metricKindOf(obj, kind)).Dec()
+		}
 	}
 	w.stores = nil
 }
@@ -149,7 +166,11 @@ func (w *watcher) discover(ctx context.Context) (string, bool) {
 			w.health.clear(reasonCRD)
 			return version, true
 		}
-		w.health.set(reasonCRD, err.Error())
+		if errors.Is(err, errCRDMissing) {
+			w.health.set(reasonCRD, err.Error(), dns.ExtendedErrorCodeOther, "ServiceImport CRD not installed")
+		} else {
+			w.health.set(reasonCRD, err.Error(), dns.ExtendedErrorCodeNetworkError, "Kubernetes API unreachable")
+		}
 		select {
 		case <-ctx.Done():
 			return "", false
@@ -163,19 +184,31 @@ var errCRDMissing = errors.New("the ServiceImport CRD (" + importResource + "." 
 
 // servedImportVersion asks discovery which ServiceImport version is served.
 func servedImportVersion(kube kubernetes.Interface) (string, error) {
-	for _, version := range []string{"v1beta1", "v1alpha1"} {
-		list, err := kube.Discovery().ServerResourcesForGroupVersion(mcsGroup + "/" + version)
+	version, err := servedVersion(kube, mcsGroup, importResource, "v1beta1", "v1alpha1")
+	if errors.Is(err, errNotServed) {
+		return "", errCRDMissing
+	}
+	return version, err
+}
+
+var errNotServed = errors.New("not served")
+
+// servedVersion returns the first of versions in which the API server
+// serves group/resource, or errNotServed.
+func servedVersion(kube kubernetes.Interface, group, resource string, versions ...string) (string, error) {
+	for _, version := range versions {
+		list, err := kube.Discovery().ServerResourcesForGroupVersion(group + "/" + version)
 		if err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}
-			return "", fmt.Errorf("discovery of %s/%s: %w", mcsGroup, version, err)
+			return "", fmt.Errorf("discovery of %s/%s: %w", group, version, err)
 		}
-		if slices.ContainsFunc(list.APIResources, func(r meta.APIResource) bool { return r.Name == importResource }) {
+		if slices.ContainsFunc(list.APIResources, func(r meta.APIResource) bool { return r.Name == resource }) {
 			return version, nil
 		}
 	}
-	return "", errCRDMissing
+	return "", errNotServed
 }
 
 // guard reports list and watch failures that no retry will fix (a missing
@@ -190,9 +223,10 @@ func (w *watcher) guard(reason, resource string) func(error) {
 				w.health.clear(reasonCRD)
 			}
 		case apierrors.IsForbidden(err):
-			w.health.set(reason, fmt.Sprintf("not allowed to list and watch %s: grant the ClusterRole in manifests/rbac (%v)", resource, err))
+			w.health.set(reason, fmt.Sprintf("not allowed to list and watch %s: grant the ClusterRole in manifests/rbac (%v)", resource, err),
+				dns.ExtendedErrorCodeOther, "RBAC forbids "+forbiddenVerb(err)+" on "+resource)
 		case apierrors.IsNotFound(err) && reason == reasonImportRBAC:
-			w.health.set(reasonCRD, errCRDMissing.Error())
+			w.health.set(reasonCRD, errCRDMissing.Error(), dns.ExtendedErrorCodeOther, "ServiceImport CRD not installed")
 		}
 	}
 }
@@ -317,15 +351,27 @@ func sliceHandler(s *sources) *handler {
 	}
 }
 
-// newInformer returns a store of converted objects and the controller that
-// fills it. Unlike a plain informer it logs an object that fails conversion
-// once per version and drops it (an earlier good version is withdrawn),
-// and it keeps the reflector quiet about errors onError turns into a
-// degraded state.
-func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, convert object.ToFunc, onError func(error), retry time.Duration, h *handler) (cache.Store, cache.Controller) {
-	store := cache.NewStore(cache.DeletionHandlingMetaNamespaceKeyFunc)
+// metricKinded is a stored object that the objects gauge counts under a
+// kind of its own rather than its informer's.
+type metricKinded interface{ metricKind() string }
+
+// metricKindOf is the kind the objects gauge counts obj under.
+func metricKindOf(obj any, informerKind string) string {
+	if k, ok := obj.(metricKinded); ok {
+		return k.metricKind()
+	}
+	return informerKind
+}
+
+// newInformer returns a store of converted objects, with indexers if any,
+// and the controller that fills it. Unlike a plain informer it logs an object
+// that fails conversion once per version and drops it (an earlier good
+// version is withdrawn), and it keeps the reflector quiet about errors
+// onError turns into a degraded state.
+func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, convert object.ToFunc, onError func(error), retry time.Duration, h *handler, indexers cache.Indexers) (cache.Indexer, cache.Controller) {
+	store := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, indexers)
 	metricKind := strings.ToLower(kind)
-	count := objects.WithLabelValues(metricKind)
+	count := func(obj any) prometheus.Gauge { return objects.WithLabelValues(metricKindOf(obj, metricKind)) }
 	// skipped holds the version of each object dropped whole, which the store
 	// does not remember, so that a relist does not log it again. Only
 	// process, which runs on one goroutine, uses it. An object deleted while
@@ -351,7 +397,7 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 					skipped[key] = in.GetResourceVersion()
 					if exists {
 						_ = store.Delete(old)
-						count.Dec()
+						count(old).Dec()
 						if h != nil {
 							h.delete(old.(meta.Object))
 						}
@@ -370,7 +416,10 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 					return err
 				}
 				if !exists {
-					count.Inc()
+					count(out).Inc()
+				} else if before, after := metricKindOf(old, metricKind), metricKindOf(out, metricKind); before != after {
+					objects.WithLabelValues(before).Dec()
+					objects.WithLabelValues(after).Inc()
 				}
 				if h != nil {
 					h.set(out.(meta.Object))
@@ -391,7 +440,7 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 					continue
 				}
 				_ = store.Delete(old)
-				count.Dec()
+				count(old).Dec()
 				if h != nil {
 					h.delete(old.(meta.Object))
 				}
@@ -479,22 +528,24 @@ func retryRefused[T any](ctx context.Context, retry time.Duration, report func(e
 // appears and when it clears, not on every retry.
 type health struct {
 	mu      sync.Mutex
-	reasons map[string]string
-	publish func(*string) // sets the plugin's degraded state
+	reasons map[string]degradation
+	publish func(*degradation) // sets the plugin's degraded state
 }
 
-func newHealth(publish func(*string)) *health {
-	return &health{reasons: map[string]string{}, publish: publish}
+func newHealth(publish func(*degradation)) *health {
+	return &health{reasons: map[string]degradation{}, publish: publish}
 }
 
-func (h *health) set(reason, msg string) {
+// set records reason, with the log message and the Extended DNS Error
+// (info code, short text) that SERVFAIL answers carry while it lasts.
+func (h *health) set(reason, msg string, infoCode uint16, text string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.reasons[reason]; !ok {
 		log.Errorf("Degraded, clusterset zones answer SERVFAIL until this is fixed: %s", msg)
 		degradedGauge.WithLabelValues(reason).Set(1)
 	}
-	h.reasons[reason] = msg
+	h.reasons[reason] = degradation{message: msg, infoCode: infoCode, text: text}
 	h.publishLocked()
 }
 
@@ -510,16 +561,32 @@ func (h *health) clear(reason string) {
 	h.publishLocked()
 }
 
+// publishLocked publishes every message, and the Extended DNS Error of the
+// first reason in name order, so that it does not change from query to
+// query.
 func (h *health) publishLocked() {
 	if len(h.reasons) == 0 {
 		h.publish(nil)
 		return
 	}
-	msgs := make([]string, 0, len(h.reasons))
-	for _, m := range h.reasons {
-		msgs = append(msgs, m)
+	reasons := slices.Sorted(maps.Keys(h.reasons))
+	msgs := make([]string, 0, len(reasons))
+	for _, r := range reasons {
+		msgs = append(msgs, h.reasons[r].message)
 	}
 	slices.Sort(msgs)
-	msg := strings.Join(msgs, "; ")
-	h.publish(&msg)
+	d := h.reasons[reasons[0]]
+	d.message = strings.Join(msgs, "; ")
+	h.publish(&d)
 }
+
+// forbiddenVerb is the verb a Forbidden error from the API server names
+// ("... cannot watch resource ..."), or "list and watch".
+func forbiddenVerb(err error) string {
+	if m := forbiddenVerbRE.FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
+	}
+	return "list and watch"
+}
+
+var forbiddenVerbRE = regexp.MustCompile(`cannot (\w+) resource`)

@@ -2,17 +2,25 @@ package multicluster
 
 import (
 	"context"
+	"errors"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	fakediscovery "k8s.io/client-go/discovery/fake"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -35,7 +43,7 @@ func startFakeWatcher(t *testing.T, namespaces ...string) (*Multicluster, *kubef
 		m.namespaces[ns] = struct{}{}
 	}
 	w := &watcher{kube: kube, mcs: mcs, namespaces: namespaces, sources: m.sources, ownServices: true, retry: 10 * time.Millisecond,
-		health: newHealth(func(r *string) { m.degraded.Store(r) })}
+		health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
 	synced := make(chan struct{})
 	w.start(func() { m.synced.Store(true); close(synced) })
 	m.local = informerServices{store: w.services, synced: w.servicesOK}
@@ -66,7 +74,7 @@ func TestInformersListThenWatch(t *testing.T) {
 			return watch.NewFake(), nil
 		},
 	}
-	_, ctrl := newInformer(kindServiceImport, lw, &mcsv1beta1.ServiceImport{}, toImportSpec, func(error) {}, time.Second, nil)
+	_, ctrl := newInformer(kindServiceImport, lw, &mcsv1beta1.ServiceImport{}, toImportSpec, func(error) {}, time.Second, nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go ctrl.RunWithContext(ctx)
@@ -162,8 +170,8 @@ func TestWatchSkipsMalformedParts(t *testing.T) {
 	}
 	eventually(t, "the import", func() bool { return m.index.lookup("ns1", "odd") != nil })
 	v := m.index.lookup("ns1", "odd")
-	if got := ipsOf(v); len(got) != 2 || got[0] != "10.1.1.1" || got[1] != "fd00::1" {
-		t.Errorf("IPs %v, want [10.1.1.1 fd00::1]", got)
+	if got := ipsOf(v); !slices.Equal(got, []string{"10.1.1.1", "10.1.1.2", "fd00::1"}) {
+		t.Errorf("IPs %v, want [10.1.1.1 10.1.1.2 fd00::1]", got)
 	}
 	if len(v.ports) != 1 || v.ports[0].port != 80 {
 		t.Errorf("ports %+v, want only 80", v.ports)
@@ -249,7 +257,7 @@ func TestWatchDegradedUntilCRD(t *testing.T) {
 	kube := kubefake.NewClientset() // its discovery serves no multicluster.x-k8s.io
 	m := New()
 	w := &watcher{kube: kube, mcs: mcsfake.NewSimpleClientset(), sources: m.sources, retry: 10 * time.Millisecond,
-		health: newHealth(func(r *string) { m.degraded.Store(r) })}
+		health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
 	synced := make(chan struct{})
 	w.start(func() { m.synced.Store(true); close(synced) })
 	t.Cleanup(w.stop)
@@ -280,5 +288,167 @@ func TestObjectsGauge(t *testing.T) {
 	m.watch.stop()
 	if got := testutil.ToFloat64(gauge); got != before {
 		t.Errorf("after stop the gauge says %v, want %v", got, before)
+	}
+}
+
+// TestWatchPerClusterCopies: ServiceImports labelled
+// multicluster.kubernetes.io/service-name are counted under a kind of their
+// own, logged once however often they change, and never served.
+func TestWatchPerClusterCopies(t *testing.T) {
+	logs := captureLog(t)
+	m, _, mcs := startFakeWatcher(t)
+	ctx := context.Background()
+	copies, imports := objects.WithLabelValues(kindServiceImportCopy), objects.WithLabelValues("serviceimport")
+	copiesBefore, importsBefore := testutil.ToFloat64(copies), testutil.ToFloat64(imports)
+
+	si := serviceImport("submariner-operator", "web-shop-east", "10.42.0.1")
+	si.Labels = map[string]string{labelServiceName: "web", labelSourceCluster: "east"}
+	created, err := mcs.MulticlusterV1beta1().ServiceImports(si.Namespace).Create(ctx, si, meta.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the copy counted", func() bool { return testutil.ToFloat64(copies)-copiesBefore == 1 })
+	created.Spec.IPs = []string{"10.42.0.2"}
+	created.ResourceVersion = "2"
+	if _, err := mcs.MulticlusterV1beta1().ServiceImports(si.Namespace).Update(ctx, created, meta.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A real import after the copy: once it is served, the copy's update
+	// has been processed too (one informer, events in order).
+	if _, err := mcs.MulticlusterV1beta1().ServiceImports("shop").Create(ctx, serviceImport("shop", "web", "10.42.0.3"), meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the real import", func() bool { return m.index.lookup("shop", "web") != nil })
+	if got := testutil.ToFloat64(imports) - importsBefore; got != 1 {
+		t.Errorf("serviceimport objects +%v, want +1 (the copy is counted apart)", got)
+	}
+	if m.index.lookup("submariner-operator", "web-shop-east") != nil || m.index.hasNamespace("submariner-operator") {
+		t.Errorf("a per-cluster copy is served")
+	}
+	if n := logs.count("ServiceImport submariner-operator/web-shop-east is labelled"); n != 1 {
+		t.Errorf("the copy logged %d times, want once", n)
+	}
+	if err := mcs.MulticlusterV1beta1().ServiceImports(si.Namespace).Delete(ctx, si.Name, meta.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the copy uncounted", func() bool { return testutil.ToFloat64(copies) == copiesBefore })
+}
+
+// TestWatchDerivedService: without a kubernetes plugin the plugin's own
+// Service informer finds the Service an import's annotation names, by name
+// for A and by ClusterIP for PTR, and follows it.
+func TestWatchDerivedService(t *testing.T) {
+	m, kube, mcs := startFakeWatcher(t)
+	m.Zones = []string{"clusterset.local.", "in-addr.arpa."}
+	ctx := context.Background()
+	si := serviceImport("shop", "cart")
+	si.Annotations = map[string]string{annotationDerivedService: "derived-k2j3h4g5f6"}
+	if _, err := mcs.MulticlusterV1beta1().ServiceImports("shop").Create(ctx, si, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	derived := &corev1.Service{ObjectMeta: meta.ObjectMeta{Namespace: "shop", Name: "derived-k2j3h4g5f6"},
+		Spec: corev1.ServiceSpec{ClusterIP: "10.96.4.4", ClusterIPs: []string{"10.96.4.4"}}}
+	if _, err := kube.CoreV1().Services("shop").Create(ctx, derived, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	a := test.Case{Qname: "cart.shop.svc.clusterset.local.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("cart.shop.svc.clusterset.local. 5 IN A 10.96.4.4")}}
+	eventually(t, "the derived Service to answer", func() bool { return answers(m, a) == nil })
+	checkCase(t, m, test.Case{Qname: "4.4.96.10.in-addr.arpa.", Qtype: dns.TypePTR, Answer: []dns.RR{test.PTR("4.4.96.10.in-addr.arpa. 5 IN PTR cart.shop.svc.clusterset.local.")}})
+	if err := kube.CoreV1().Services("shop").Delete(ctx, derived.Name, meta.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	nodata := test.Case{Qname: "cart.shop.svc.clusterset.local.", Qtype: dns.TypeA, Ns: []dns.RR{soaOf("clusterset.local.")}}
+	eventually(t, "NODATA once the derived Service is gone", func() bool { return answers(m, nodata) == nil })
+}
+
+// answers returns what test.SortAndCheck says of m's reply to tc.
+func answers(m *Multicluster, tc test.Case) error {
+	rec := dnstest.NewRecorder(&test.ResponseWriter{})
+	if _, err := m.ServeDNS(context.Background(), rec, tc.Msg()); err != nil {
+		return err
+	}
+	if rec.Msg == nil {
+		return errors.New("no reply")
+	}
+	for _, rr := range rec.Msg.Ns {
+		if s, ok := rr.(*dns.SOA); ok {
+			s.Serial = 0
+		}
+	}
+	return test.SortAndCheck(rec.Msg, tc)
+}
+
+// TestWatchClusterID: the local cluster id follows the ClusterProperty
+// cluster.clusterset.k8s.io as it appears, changes and goes, and the views
+// of imports that prefer close endpoints follow it.
+func TestWatchClusterID(t *testing.T) {
+	kube := kubefake.NewClientset()
+	gvr := schema.GroupVersionResource{Group: aboutGroup, Version: "v1alpha1", Resource: clusterPropertyResource}
+	kube.Discovery().(*fakediscovery.FakeDiscovery).Resources = []*meta.APIResourceList{
+		{GroupVersion: mcsGroup + "/v1beta1", APIResources: []meta.APIResource{{Name: importResource, Namespaced: true, Kind: "ServiceImport"}}},
+		{GroupVersion: aboutGroup + "/v1alpha1", APIResources: []meta.APIResource{{Name: clusterPropertyResource, Kind: "ClusterProperty"}}},
+	}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ClusterPropertyList"})
+	mcs := mcsfake.NewSimpleClientset()
+	m, _ := newTestPlugin(t, nil, fakeLocal{})
+	w := &watcher{kube: kube, mcs: mcs, dynamic: dyn, sources: m.sources, retry: 10 * time.Millisecond,
+		health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
+	w.start(func() {})
+	t.Cleanup(w.stop)
+
+	property := func(name, value string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": aboutGroup + "/v1alpha1", "kind": "ClusterProperty",
+			"metadata": map[string]any{"name": name},
+			"spec":     map[string]any{"value": value},
+		}}
+	}
+	ctx := context.Background()
+	props := dyn.Resource(gvr)
+	// The cluster set's property is not the cluster's id.
+	if _, err := props.Create(ctx, property("clusterset.k8s.io", "fleet"), meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := props.Create(ctx, property(clusterIDProperty, "East"), meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the id to be read", func() bool { return m.sources.localCluster() == "east" })
+	if _, err := props.Update(ctx, property(clusterIDProperty, "not_an_id"), meta.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a malformed id to count as none", func() bool { return m.sources.localCluster() == "" })
+	if _, err := props.Update(ctx, property(clusterIDProperty, "west.prod"), meta.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the id to change", func() bool { return m.sources.localCluster() == "west.prod" })
+	if err := props.Delete(ctx, clusterIDProperty, meta.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the id to go", func() bool { return m.sources.localCluster() == "" })
+	if m.degraded.Load() != nil {
+		t.Errorf("degraded: %s", m.degraded.Load().message)
+	}
+}
+
+// TestWatchClusterIDNotInstalled: without the ClusterProperty API nothing
+// degrades, and the id stays unknown.
+func TestWatchClusterIDNotInstalled(t *testing.T) {
+	kube, mcs := fakeClients()
+	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	m, _ := newTestPlugin(t, nil, fakeLocal{})
+	m.synced.Store(false)
+	w := &watcher{kube: kube, mcs: mcs, dynamic: dyn, sources: m.sources, retry: 10 * time.Millisecond,
+		health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
+	synced := make(chan struct{})
+	w.start(func() { m.synced.Store(true); close(synced) })
+	t.Cleanup(w.stop)
+	select {
+	case <-synced:
+	case <-time.After(10 * time.Second):
+		t.Fatal("informers did not sync")
+	}
+	time.Sleep(100 * time.Millisecond) // several looks for the API
+	if m.degraded.Load() != nil || m.sources.localCluster() != "" || !m.Ready() {
+		t.Errorf("degraded %v, local cluster %q, ready %v", m.degraded.Load(), m.sources.localCluster(), m.Ready())
 	}
 }

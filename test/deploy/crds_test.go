@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	mcscrd "sigs.k8s.io/mcs-api/config/crd"
@@ -23,15 +24,16 @@ func TestCRDsMatchModule(t *testing.T) {
 		}
 	}
 
-	// Both files are resources of the crds kustomization, and nothing else is.
+	// Both files are resources of the crds kustomization, with the
+	// ClusterProperty CRD, and nothing else is.
 	var k struct {
 		Resources []string `json:"resources"`
 	}
 	if err := yaml.Unmarshal(readRepoFile(t, "manifests/crds/kustomization.yaml"), &k); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"multicluster.x-k8s.io_serviceimports.yaml", "multicluster.x-k8s.io_serviceexports.yaml"}
-	if len(k.Resources) != len(want) || k.Resources[0] != want[0] || k.Resources[1] != want[1] {
+	want := []string{"multicluster.x-k8s.io_serviceimports.yaml", "multicluster.x-k8s.io_serviceexports.yaml", "about.k8s.io_clusterproperties.yaml"}
+	if !slices.Equal(k.Resources, want) {
 		t.Errorf("manifests/crds/kustomization.yaml resources = %v, want %v", k.Resources, want)
 	}
 }

@@ -103,6 +103,7 @@ func TestKustomizationsRender(t *testing.T) {
 	crds := []string{
 		"CustomResourceDefinition /serviceexports.multicluster.x-k8s.io",
 		"CustomResourceDefinition /serviceimports.multicluster.x-k8s.io",
+		"CustomResourceDefinition /clusterproperties.about.k8s.io",
 	}
 	rbac := []string{
 		"ClusterRole /system:coredns-multicluster",

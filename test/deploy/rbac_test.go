@@ -19,12 +19,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
 
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
@@ -328,6 +330,29 @@ func testShippedCorefileAndRBAC(t *testing.T, cp *controlplane.ControlPlane) {
 	}
 	clusterset := "web." + ns + ".svc.clusterset.local."
 
+	// The ClusterProperty CRD as shipped (the API server accepts it in the
+	// protected about.k8s.io group only with its approval annotation), and
+	// the property that names this cluster.
+	crd, err := apply.ReadFile(filepath.Join(repoRoot(t), "manifests", "crds", "about.k8s.io_clusterproperties.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	property := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "about.k8s.io/v1alpha1", "kind": "ClusterProperty",
+		"metadata": map[string]any{"name": "cluster.clusterset.k8s.io"},
+		"spec":     map[string]any{"value": "east"},
+	}}
+	if err := apply.Apply(ctx, cp.Config, append(crd, apply.Manifest{Object: property, Source: "the test"})); err != nil {
+		t.Fatal(err)
+	}
+	// readsClusterID checks that the plugin read the ClusterProperty.
+	readsClusterID := func(t *testing.T, s *server) {
+		t.Helper()
+		s.waitFor(t, 10*time.Second, `coredns_multicluster_objects{kind="clusterproperty"} 1`, func() bool {
+			return s.metric(`coredns_multicluster_objects{kind="clusterproperty"}`) == "1"
+		})
+	}
+
 	// expectDegraded checks a server that lacks verb on a resource of the
 	// multicluster role: it logs why and says so in the metric, answers
 	// SERVFAIL in the clusterset zone, and is ready nonetheless.
@@ -422,6 +447,7 @@ func testShippedCorefileAndRBAC(t *testing.T, cp *controlplane.ControlPlane) {
 		"multicluster.x-k8s.io/serviceimports/list", "multicluster.x-k8s.io/serviceimports/watch",
 		"discovery.k8s.io/endpointslices/list", "discovery.k8s.io/endpointslices/watch",
 		"/services/list", "/services/watch",
+		"about.k8s.io/clusterproperties/list", "about.k8s.io/clusterproperties/watch",
 	}
 	var gotGrants []string
 	for _, g := range grants {
@@ -431,10 +457,22 @@ func testShippedCorefileAndRBAC(t *testing.T, cp *controlplane.ControlPlane) {
 		t.Fatalf("the multicluster role grants %v, want exactly %v", gotGrants, wantGrants)
 	}
 
-	// expectWithout checks a server whose role lacks g.
+	// expectWithout checks a server whose role lacks g. Without the
+	// ClusterProperty, no answer prefers the local cluster: the plugin says
+	// so, and nothing else changes.
 	expectWithout := func(t *testing.T, s *server, g grant) {
 		t.Helper()
-		expectDegraded(t, s, g.verb, g.resource, g.reason)
+		if g.resource != "clusterproperties" {
+			expectDegraded(t, s, g.verb, g.resource, g.reason)
+			return
+		}
+		s.waitFor(t, 15*time.Second, "the warning that the ClusterProperty cannot be read", func() bool {
+			return strings.Contains(s.log.String(), "Not allowed to read ClusterProperty cluster.clusterset.k8s.io")
+		})
+		s.waitFor(t, 10*time.Second, clusterset+" A 10.42.9.1", s.answersA(clusterset, "10.42.9.1"))
+		if strings.Contains(s.log.String(), "Degraded") {
+			t.Errorf("degraded without %s %s:\n%s", g.verb, g.resource, s.log.String())
+		}
 	}
 
 	// The Corefile as deployed, with the kubernetes plugin, which reads
@@ -449,16 +487,17 @@ func testShippedCorefileAndRBAC(t *testing.T, cp *controlplane.ControlPlane) {
 		if v := s.metric(`coredns_multicluster_objects{kind="serviceimport"}`); v != "1" {
 			t.Errorf(`coredns_multicluster_objects{kind="serviceimport"} = %q, want 1`, v)
 		}
+		readsClusterID(t, s)
 		if strings.Contains(s.log.String(), "Degraded") {
 			t.Errorf("degraded with the shipped RBAC:\n%s", s.log.String())
 		}
 
-		// ServiceImports are the multicluster role's alone. (EndpointSlices
-		// and Services are also in CoreDNS's own role, so dropping them from
-		// the multicluster role changes nothing here; the next subtest
-		// covers them.)
+		// ServiceImports and ClusterProperties are the multicluster role's
+		// alone. (EndpointSlices and Services are also in CoreDNS's own
+		// role, so dropping them from the multicluster role changes nothing
+		// here; the next subtest covers them.)
 		for _, g := range grants {
-			if g.resource != "serviceimports" {
+			if g.resource != "serviceimports" && g.resource != "clusterproperties" {
 				continue
 			}
 			t.Run("without_"+g.resource+"_"+g.verb, func(t *testing.T) {
@@ -471,7 +510,7 @@ func testShippedCorefileAndRBAC(t *testing.T, cp *controlplane.ControlPlane) {
 
 	// The multicluster role alone, with the Corefile minus its kubernetes
 	// block: the plugin then also watches Services itself, so each of the
-	// role's six grants is needed, and the role is enough.
+	// role's grants is needed, and the role is enough.
 	t.Run("multicluster_role_alone", func(t *testing.T) {
 		if err := kube.RbacV1().ClusterRoleBindings().Delete(ctx, coreBindingObj.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -484,6 +523,7 @@ func testShippedCorefileAndRBAC(t *testing.T, cp *controlplane.ControlPlane) {
 		if v := s.metric(`coredns_multicluster_objects{kind="service"}`); v == "" || v == "0" {
 			t.Errorf(`coredns_multicluster_objects{kind="service"} = %q, want the local Services (the plugin watches them itself)`, v)
 		}
+		readsClusterID(t, s)
 		if strings.Contains(s.log.String(), "Degraded") {
 			t.Errorf("degraded with the multicluster role:\n%s", s.log.String())
 		}

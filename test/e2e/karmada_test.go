@@ -7,7 +7,6 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
@@ -101,20 +100,7 @@ func TestFailover(t *testing.T) {
 
 	setReady := func(ready bool) {
 		t.Helper()
-		for {
-			current, err := kube.DiscoveryV1().EndpointSlices(ns).Get(ctx, slice.Name, meta.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			current.Endpoints[0].Conditions.Ready = ptr.To(ready)
-			_, err = kube.DiscoveryV1().EndpointSlices(ns).Update(ctx, current, meta.UpdateOptions{})
-			if !apierrors.IsConflict(err) {
-				if err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-		}
+		updateSlice(t, ns, slice.Name, func(es *discovery.EndpointSlice) { es.Endpoints[0].Conditions.Ready = ptr.To(ready) })
 	}
 	setReady(false)
 	expectAddresses(t, s, name, dns.TypeA, propagation, "10.42.6.1")

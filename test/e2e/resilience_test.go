@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -252,6 +253,7 @@ func TestDegradedWithoutCRDs(t *testing.T) {
 	clusterset := "db." + ns + ".svc.clusterset.local."
 	expectDegradedLocalIntact(t, with, without, ns, svc, "crd")
 	expectLoggedOnce(t, with.server, "the ServiceImport CRD (serviceimports.multicluster.x-k8s.io) is not installed, or serves neither v1beta1 nor v1alpha1: apply manifests/crds")
+	expectDigEDE(t, with.server, clusterset, "EDE: 0 (Other): (ServiceImport CRD not installed)")
 
 	start := time.Now()
 	if err := c.cp.InstallCRDs(context.Background()); err != nil {
@@ -317,6 +319,7 @@ func TestDegradedWithoutRBAC(t *testing.T) {
 	clusterset := "db." + ns + ".svc.clusterset.local."
 	expectDegradedLocalIntact(t, with, without, ns, svc, "rbac_serviceimports")
 	expectLoggedOnce(t, with.server, "not allowed to list and watch serviceimports: grant the ClusterRole in manifests/rbac")
+	expectDigEDE(t, with.server, clusterset, "EDE: 0 (Other): (RBAC forbids list on serviceimports)")
 
 	// Stay refused for 30 s on purpose: by then client-go's own backoff
 	// would wait 13 to 50 s before the next attempt; the plugin's, 5 s.
@@ -483,9 +486,10 @@ func TestAPIServerOutage(t *testing.T) {
 
 // TestMalformedImport creates, through the real API server, imports whose
 // fields pass the CRD schema but are wrong for DNS: a string that is no IP
-// address, two IPv4 addresses, ports out of range, an unknown protocol. The
-// good parts are served, the bad ones logged once per object version. What
-// the API server refuses (more than two IPs, no or an unknown type, no name,
+// address, ports out of range, an unknown protocol. The good parts are
+// served, the bad ones logged once per object version; two addresses of one
+// family are not malformed, and both answer. What the API server refuses
+// (with the mcs-api CRD: more than two IPs, no or an unknown type, no name,
 // an address of the wrong family in an EndpointSlice) cannot reach the
 // plugin from it; the unit tests feed those through fakes.
 func TestMalformedImport(t *testing.T) {
@@ -526,7 +530,7 @@ func TestMalformedImport(t *testing.T) {
 
 	name := "odd." + ns + ".svc.clusterset.local."
 	expectAddresses(t, s, name, dns.TypeA, propagation, "10.42.11.1")
-	expectAddresses(t, s, "twofour."+ns+".svc.clusterset.local.", dns.TypeA, propagation, "10.42.11.2")
+	expectAddresses(t, s, "twofour."+ns+".svc.clusterset.local.", dns.TypeA, propagation, "10.42.11.2", "10.42.11.3")
 	for _, proto := range []string{"udp", "tcp"} {
 		r := s.query(t, proto, name, dns.TypeSRV)
 		if len(r.Answer) != 1 || r.Answer[0].(*dns.SRV).Port != 80 {
@@ -536,7 +540,7 @@ func TestMalformedImport(t *testing.T) {
 	first := fmt.Sprintf("ServiceImport %s/odd (resourceVersion %s)", ns, odd.ResourceVersion)
 	expectLoggedOnce(t, s, first)
 	for _, part := range []string{`"not-an-ip" is not an IP address`, `port "big": number 70000 out of range`, `port "zero": number 0 out of range`,
-		`unknown protocol "ICMP"`, "more than one IPv4 address; 10.42.11.3 skipped"} {
+		`unknown protocol "ICMP"`} {
 		if !strings.Contains(s.log.String(), part) {
 			t.Errorf("the log does not say %q:\n%s", part, s.log.String())
 		}
@@ -699,6 +703,7 @@ func TestAPIServerDownAtStart(t *testing.T) {
 	s := startServer(t, resilienceCorefile(c.cp.Kubeconfig, harness.FreePort(t), false), false)
 	name := "web." + ns + ".svc.clusterset.local."
 	expectRcode(t, s, name, dns.TypeA, 10*time.Second, dns.RcodeServerFailure)
+	expectDigEDE(t, s, name, "EDE: 23 (Network Error): (Kubernetes API unreachable)")
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -709,4 +714,32 @@ func TestAPIServerDownAtStart(t *testing.T) {
 	expectAddresses(t, s, name, dns.TypeA, 30*time.Second, "10.42.14.1")
 	t.Logf("answered %s after the API server was ready", time.Since(up).Round(time.Millisecond))
 	eventually(t, 30*time.Second, "/ready 200", func() (bool, string) { return s.isReady(), "not ready" })
+}
+
+// expectDigEDE asks dig (which sends EDNS0) for name's A record and checks
+// that the SERVFAIL it prints carries the Extended DNS Error ede, as dig
+// shows it; without EDNS0, the reply has no OPT record at all.
+func expectDigEDE(t *testing.T, s *server, name, ede string) {
+	t.Helper()
+	dig, err := exec.LookPath("dig")
+	if err != nil {
+		t.Fatalf("dig is needed (apt-get install dnsutils): %v", err)
+	}
+	host, port, _ := strings.Cut(s.addr, ":")
+	out, err := exec.Command(dig, "@"+host, "-p", port, "+time=2", "+tries=1", name, "A").CombinedOutput()
+	if err != nil {
+		t.Fatalf("dig: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "status: SERVFAIL") || !strings.Contains(string(out), ede) {
+		t.Errorf("dig %s: want SERVFAIL with %q:\n%s", name, ede, out)
+	} else {
+		t.Logf("dig %s:\n%s", name, out)
+	}
+	out, err = exec.Command(dig, "@"+host, "-p", port, "+time=2", "+tries=1", "+noedns", name, "A").CombinedOutput()
+	if err != nil {
+		t.Fatalf("dig +noedns: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "status: SERVFAIL") || strings.Contains(string(out), "OPT PSEUDOSECTION") {
+		t.Errorf("dig +noedns %s: want SERVFAIL without an OPT record:\n%s", name, out)
+	}
 }

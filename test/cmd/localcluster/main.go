@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
 )
 
 func main() {
@@ -59,10 +60,10 @@ func run() error {
 	}
 
 	// Read the manifests first, so a typo fails before anything starts.
-	var manifests []manifest
+	var manifests []apply.Manifest
 	if *applyDir != "" {
 		var err error
-		if manifests, err = readManifests(*applyDir); err != nil {
+		if manifests, err = apply.ReadDir(*applyDir); err != nil {
 			return err
 		}
 	}
@@ -108,7 +109,7 @@ func run() error {
 	}
 
 	if *applyDir != "" {
-		if err := applyManifests(startCtx, cp.Config, manifests); err != nil {
+		if err := apply.Apply(startCtx, cp.Config, manifests); err != nil {
 			return err
 		}
 		status("applied %d objects from %s", len(manifests), *applyDir)

@@ -1,4 +1,7 @@
-package main
+// Package apply server-side applies Kubernetes objects read from YAML or
+// JSON files, as `kubectl apply --server-side` does, for tests and the local
+// cluster of `make run`.
+package apply
 
 import (
 	"bufio"
@@ -31,23 +34,23 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
 )
 
-// manifest is one object read from a file, with where it came from for
+// Manifest is one object read from a file, with where it came from for
 // error messages.
-type manifest struct {
-	obj    *unstructured.Unstructured
-	source string
+type Manifest struct {
+	Object *unstructured.Unstructured
+	Source string // file and document
 }
 
 // newTypeWait bounds how long applying an object waits for its kind to be
 // served, which it is not yet right after its CRD was applied.
 const newTypeWait = 30 * time.Second
 
-// applyManifests server-side applies manifests. Namespaces go first, then
+// Apply server-side applies manifests. Namespaces go first, then
 // CRDs, then the rest in file order, so a directory can be written in any
 // order.
-func applyManifests(ctx context.Context, cfg *rest.Config, manifests []manifest) error {
-	slices.SortStableFunc(manifests, func(a, b manifest) int {
-		return applyPhase(a.obj) - applyPhase(b.obj)
+func Apply(ctx context.Context, cfg *rest.Config, manifests []Manifest) error {
+	slices.SortStableFunc(manifests, func(a, b Manifest) int {
+		return applyPhase(a.Object) - applyPhase(b.Object)
 	})
 
 	dyn, err := dynamic.NewForConfig(cfg)
@@ -61,8 +64,8 @@ func applyManifests(ctx context.Context, cfg *rest.Config, manifests []manifest)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))
 
 	for _, m := range manifests {
-		if err := applyObject(ctx, dyn, mapper, m.obj); err != nil {
-			return fmt.Errorf("%s: %s %q: %w", m.source, m.obj.GetKind(), m.obj.GetName(), err)
+		if err := applyObject(ctx, dyn, mapper, m.Object); err != nil {
+			return fmt.Errorf("%s: %s %q: %w", m.Source, m.Object.GetKind(), m.Object.GetName(), err)
 		}
 	}
 	return nil
@@ -131,10 +134,10 @@ func applyObject(ctx context.Context, dyn dynamic.Interface, mapper *restmapper.
 	return nil
 }
 
-// readManifests reads every .yaml, .yml and .json file under dir, in lexical
+// ReadDir reads every .yaml, .yml and .json file under dir, in lexical
 // order, each possibly with several documents or a List.
-func readManifests(dir string) ([]manifest, error) {
-	var manifests []manifest
+func ReadDir(dir string) ([]Manifest, error) {
+	var manifests []Manifest
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -147,7 +150,7 @@ func readManifests(dir string) ([]manifest, error) {
 		default:
 			return nil
 		}
-		found, err := readManifestFile(path)
+		found, err := ReadFile(path)
 		if err != nil {
 			return err
 		}
@@ -160,14 +163,15 @@ func readManifests(dir string) ([]manifest, error) {
 	return manifests, nil
 }
 
-func readManifestFile(path string) ([]manifest, error) {
+// ReadFile reads the objects of one file: several documents, or a List.
+func ReadFile(path string) ([]Manifest, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(f))
-	var manifests []manifest
+	var manifests []Manifest
 	for doc := 1; ; doc++ {
 		raw, err := reader.Read()
 		if errors.Is(err, io.EOF) {
@@ -186,7 +190,7 @@ func readManifestFile(path string) ([]manifest, error) {
 			return nil, fmt.Errorf("%s: %w", source, err)
 		}
 		for _, obj := range objs {
-			manifests = append(manifests, manifest{obj: obj, source: source})
+			manifests = append(manifests, Manifest{Object: obj, Source: source})
 		}
 	}
 }

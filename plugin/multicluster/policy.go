@@ -1,0 +1,125 @@
+package multicluster
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// fallbackScope says which imports may answer in fallback zones, from the
+// patterns of the fallback_scope option. A pattern is NAMESPACE/NAME, each
+// side a name in which '*' stands for any run of characters; a leading '!'
+// makes it an exclusion. A name may fall back when it matches no exclusion
+// and, if there are patterns that include, at least one of them.
+//
+// It is consulted when a view is built, never per query: a view records
+// whether its import is out of scope.
+type fallbackScope struct {
+	include, exclude []scopePattern
+}
+
+// scopePattern is one NAMESPACE/NAME pattern.
+type scopePattern struct {
+	namespace, name string
+}
+
+// parseScopePattern parses one argument of fallback_scope.
+func parseScopePattern(arg string) (p scopePattern, exclude bool, err error) {
+	s, exclude := strings.CutPrefix(arg, "!")
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || strings.Contains(name, "/") {
+		return p, false, fmt.Errorf("%q is not NAMESPACE/NAME", arg)
+	}
+	for _, part := range []string{ns, name} {
+		if err := checkGlob(part); err != nil {
+			return p, false, fmt.Errorf("%q: %w", arg, err)
+		}
+	}
+	return scopePattern{namespace: ns, name: name}, exclude, nil
+}
+
+// checkGlob accepts a DNS label in which '*' may stand for any part.
+func checkGlob(g string) error {
+	if g == "" {
+		return fmt.Errorf("an empty name")
+	}
+	if g == "*" {
+		return nil
+	}
+	// Every '*' replaced by a letter, what is left must be possible in a
+	// DNS label, so that the pattern can match some name.
+	probe := strings.ReplaceAll(g, "*", "a")
+	for _, c := range probe {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return fmt.Errorf("%q has %q: names are lower-case letters, digits, '-' and the wildcard '*'", g, c)
+		}
+	}
+	if len(probe) > validation.DNS1123LabelMaxLength {
+		return fmt.Errorf("%q is longer than a name can be", g)
+	}
+	return nil
+}
+
+// allows reports whether the import namespace/name may answer in fallback
+// zones. A nil scope allows everything.
+func (s *fallbackScope) allows(namespace, name string) bool {
+	if s == nil {
+		return true
+	}
+	for _, p := range s.exclude {
+		if p.matches(namespace, name) {
+			return false
+		}
+	}
+	if len(s.include) == 0 {
+		return true
+	}
+	for _, p := range s.include {
+		if p.matches(namespace, name) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p scopePattern) matches(namespace, name string) bool {
+	return globMatch(p.namespace, namespace) && globMatch(p.name, name)
+}
+
+// globMatch reports whether s matches pattern, in which '*' matches any run
+// of characters, including none.
+func globMatch(pattern, s string) bool {
+	first, rest, wild := strings.Cut(pattern, "*")
+	if !wild {
+		return pattern == s
+	}
+	if !strings.HasPrefix(s, first) {
+		return false
+	}
+	s = s[len(first):]
+	// rest is what follows the first '*': every further literal part must
+	// appear in order, and the last one at the end.
+	parts := strings.Split(rest, "*")
+	for i, part := range parts {
+		if i == len(parts)-1 {
+			return len(s) >= len(part) && strings.HasSuffix(s, part)
+		}
+		j := strings.Index(s, part)
+		if j < 0 {
+			return false
+		}
+		s = s[j+len(part):]
+	}
+	return true
+}
+
+// Values of a ServiceImport's spec.trafficDistribution that prefer the
+// local cluster. The zone and node preferences of Kubernetes Services are
+// taken at cluster granularity: the nearest the DNS of a cluster set can
+// steer is the cluster.
+var preferClose = map[string]bool{
+	"PreferClose":    true,
+	"PreferSameZone": true,
+	"PreferSameNode": true,
+}

@@ -1,0 +1,323 @@
+package multicluster
+
+import (
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// resolver turns a parsed request into records and an rcode, from the index
+// and from what the local cluster knows (derived Services). It writes
+// nothing and counts nothing: ServeDNS decides which queries reach it, writes
+// the answer and counts it.
+type resolver struct {
+	index *index
+	// local answers questions about this cluster's Services; set in
+	// OnStartup, nil in tests that have no cluster.
+	local localServices
+	ttl   uint32
+	// derivedPrefix names the local Service whose ClusterIPs a ClusterSetIP
+	// import without spec.ips answers with: derivedPrefix+name (Karmada).
+	derivedPrefix string
+}
+
+// name answers any name of a clusterset zone. owner is the query name as
+// asked, zone the zone in the query's case.
+func (r *resolver) name(req request, owner string, qtype uint16, zone string) answer {
+	switch req.kind {
+	case kindApex:
+		switch qtype {
+		case dns.TypeSOA:
+			return answer{answer: []dns.RR{soa(zone, r.index.serial.Load(), r.ttl)}}
+		case dns.TypeNS:
+			return answer{answer: []dns.RR{ns(zone, r.ttl)}}
+		}
+		return nodata
+	case kindDNSVersion:
+		if qtype == dns.TypeTXT {
+			return answer{answer: []dns.RR{txt(owner, schemaVersion, dnsVersionTTL)}}
+		}
+		return nodata
+	case kindNameserver, kindNameserverParent, kindSvcLabel:
+		return nodata
+	case kindNamespace:
+		if r.index.hasNamespace(req.namespace) {
+			return nodata
+		}
+		return nxdomain
+	case kindService, kindPort, kindHost, kindReserved:
+		v := r.index.lookup(req.namespace, req.service)
+		if v == nil {
+			return nxdomain
+		}
+		return r.service(req, v, owner, qtype, zone)
+	}
+	return nxdomain
+}
+
+// service answers a name at or below the service v.
+func (r *resolver) service(req request, v *view, owner string, qtype uint16, zone string) answer {
+	if req.kind == kindReserved {
+		return nxdomain
+	}
+	if v.headless {
+		return r.headless(req, v, owner, qtype, zone)
+	}
+	switch req.kind {
+	case kindService:
+		switch qtype {
+		case dns.TypeA:
+			v4, _, local := r.clusterSetIPs(v)
+			return answer{answer: addresses(owner, v4, false, r.ttl), localOnly: local}
+		case dns.TypeAAAA:
+			_, v6, local := r.clusterSetIPs(v)
+			return answer{answer: addresses(owner, v6, true, r.ttl), localOnly: local}
+		case dns.TypeSRV:
+			return r.clusterSetSRV(v, v.ports, owner, zone)
+		}
+		return nodata
+	case kindPort:
+		ports := matchPorts(v.ports, req.port, req.protocol)
+		if len(ports) == 0 {
+			return nxdomain
+		}
+		if qtype == dns.TypeSRV {
+			return r.clusterSetSRV(v, ports, owner, zone)
+		}
+		return nodata
+	}
+	// host.cluster names exist only for headless imports.
+	return nxdomain
+}
+
+// clusterSetSRV returns one SRV per port, all pointing at the service name,
+// whose addresses go in the additional section.
+func (r *resolver) clusterSetSRV(v *view, ports []servicePort, owner, zone string) answer {
+	if len(ports) == 0 {
+		return nodata
+	}
+	target := serviceName(v.key, zone)
+	a := answer{answer: make([]dns.RR, len(ports))}
+	block := make([]dns.SRV, len(ports))
+	for i, p := range ports {
+		block[i] = srv(owner, target, p.port, len(ports), r.ttl)
+		a.answer[i] = &block[i]
+	}
+	v4, v6, local := r.clusterSetIPs(v)
+	a.extra = append(addresses(target, v4, false, r.ttl), addresses(target, v6, true, r.ttl)...)
+	a.localOnly = local
+	return a
+}
+
+// clusterSetIPs returns the addresses of a ClusterSetIP import from the first
+// source that has any, in this order:
+//  1. spec.ips;
+//  2. the ClusterIPs of the local Service its derived-service annotation
+//     names (Cilium, the mcs-api reference controller), which are written
+//     to spec.ips only some time after that Service exists;
+//  3. with derived_prefix, the ClusterIPs of the local Service PREFIX+name
+//     (Karmada leaves spec.ips empty and creates "derived-name");
+//  4. the ready addresses of the import's EndpointSlices, of every cluster
+//     (Lighthouse, without clusterset IPs: each cluster's ClusterIP).
+//
+// Derived Services are read from the Service cache at query time, so that
+// answers follow them as they change. local reports that the addresses are
+// the local cluster's alone, from slices of an import that prefers close
+// endpoints.
+func (r *resolver) clusterSetIPs(v *view) (v4, v6 []net.IP, local bool) {
+	if v.source == sourceSpec || r.local == nil {
+		return v.ipv4, v.ipv6, v.localOnly
+	}
+	if v.derived != "" {
+		if v4, v6 := r.derivedIPs(v.key.namespace, v.derived); len(v4) > 0 || len(v6) > 0 {
+			return v4, v6, false
+		}
+	}
+	if r.derivedPrefix != "" {
+		if v4, v6 := r.derivedIPs(v.key.namespace, r.derivedPrefix+v.key.name); len(v4) > 0 || len(v6) > 0 {
+			return v4, v6, false
+		}
+	}
+	return v.ipv4, v.ipv6, v.localOnly
+}
+
+// derivedIPs returns the ClusterIPs of the local Service namespace/name, none
+// if it does not exist or is headless.
+func (r *resolver) derivedIPs(namespace, name string) (v4, v6 []net.IP) {
+	svc := r.local.service(namespace, name)
+	if svc == nil {
+		return nil, nil
+	}
+	return clusterIPs(svc)
+}
+
+// headless answers names of a headless import. Without a ready endpoint the
+// service has no names at all (spec 2.4.1).
+func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zone string) answer {
+	if !v.readyEndpoints() {
+		return nxdomain
+	}
+	switch req.kind {
+	case kindService:
+		switch qtype {
+		case dns.TypeA, dns.TypeAAAA:
+			return answer{answer: endpointAddresses(owner, v.served, qtype == dns.TypeAAAA, r.ttl), localOnly: v.localOnly}
+		case dns.TypeSRV:
+			return r.headlessSRV(v, v.ports, owner, zone)
+		}
+		return nodata
+	case kindPort:
+		ports := matchPorts(v.ports, req.port, req.protocol)
+		if len(ports) == 0 {
+			return nxdomain
+		}
+		if qtype == dns.TypeSRV {
+			return r.headlessSRV(v, ports, owner, zone)
+		}
+		return nodata
+	case kindHost:
+		found := false
+		var rrs []dns.RR
+		for _, e := range v.endpoints {
+			if e.host != req.host || e.cluster != req.cluster {
+				continue
+			}
+			found = true
+			if (qtype == dns.TypeA && !e.v6) || (qtype == dns.TypeAAAA && e.v6) {
+				rrs = append(rrs, newAddressBlock(1, e.v6).next(owner, e.ip, r.ttl))
+			}
+		}
+		if !found {
+			return nxdomain
+		}
+		return answer{answer: rrs}
+	}
+	return nxdomain
+}
+
+// endpointAddresses returns the A or AAAA records of the endpoints of one
+// family, named owner.
+func endpointAddresses(owner string, endpoints []endpoint, v6 bool, ttl uint32) []dns.RR {
+	n := countFamily(endpoints, v6)
+	if n == 0 {
+		return nil
+	}
+	b := newAddressBlock(n, v6)
+	rrs := make([]dns.RR, 0, n)
+	for _, e := range endpoints {
+		if e.v6 == v6 {
+			rrs = append(rrs, b.next(owner, e.ip, ttl))
+		}
+	}
+	return rrs
+}
+
+// headlessSRV returns one SRV per endpoint name and port, targets named
+// host.cluster.svc.ns.svc.zone, with their addresses in the additional
+// section. Endpoints of slices that name no cluster have no such name: they
+// share one SRV per port whose target is the service's own name, which
+// answers every address of the service.
+func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string) answer {
+	if len(ports) == 0 {
+		return nodata
+	}
+	// Endpoints are sorted by cluster and host, so those without a cluster
+	// come first, and the addresses of one name are adjacent.
+	served := v.served
+	anonymous := 0
+	for anonymous < len(served) && served[anonymous].cluster == "" {
+		anonymous++
+	}
+	named := served[anonymous:]
+	names := 0
+	if anonymous > 0 {
+		names++
+	}
+	for i, e := range named {
+		if i == 0 || e.host != named[i-1].host || e.cluster != named[i-1].cluster {
+			names++
+		}
+	}
+	n := names * len(ports)
+	extra := len(named)
+	if anonymous > 0 {
+		extra += len(served)
+	}
+	a := answer{answer: make([]dns.RR, 0, n), extra: make([]dns.RR, 0, extra), localOnly: v.localOnly}
+	block := make([]dns.SRV, 0, n)
+	addSRV := func(target string) {
+		for _, p := range ports {
+			block = append(block, srv(owner, target, p.port, n, r.ttl))
+			a.answer = append(a.answer, &block[len(block)-1])
+		}
+	}
+	if anonymous > 0 {
+		target := serviceName(v.key, zone)
+		addSRV(target)
+		a.extra = append(a.extra, endpointAddresses(target, served, false, r.ttl)...)
+		a.extra = append(a.extra, endpointAddresses(target, served, true, r.ttl)...)
+	}
+	v4, v6 := newAddressBlock(countFamily(named, false), false), newAddressBlock(countFamily(named, true), true)
+	target := ""
+	for i, e := range named {
+		if i == 0 || e.host != named[i-1].host || e.cluster != named[i-1].cluster {
+			target = hostName(e.host, e.cluster, v.key, zone)
+			addSRV(target)
+		}
+		b := v4
+		if e.v6 {
+			b = v6
+		}
+		a.extra = append(a.extra, b.next(target, e.ip, r.ttl))
+	}
+	return a
+}
+
+// pointer answers a PTR query, owner, for addr with the one name in zone
+// that addr points back to, and reports false when the plugin knows no name
+// for it. Known are the addresses of imports (spec.ips, slice addresses of
+// ClusterSetIP imports, headless endpoints) and the ClusterIPs of derived
+// Services. An address with several names always answers the same one
+// (comparePTR), whatever order the objects arrived in.
+func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, bool) {
+	best, found := ptrTarget{}, false
+	consider := func(t ptrTarget) {
+		if !found || comparePTR(t, best) < 0 {
+			best, found = t, true
+		}
+	}
+	for _, t := range r.index.reverseLookup(addr) {
+		consider(t)
+	}
+	if r.local != nil && (r.derivedPrefix != "" || r.index.hasDerived()) {
+		for _, svc := range r.local.byClusterIP(addr.String()) {
+			for _, key := range r.derivedImports(svc.Namespace, svc.Name) {
+				consider(ptrTarget{key: key})
+			}
+		}
+	}
+	if !found {
+		return answer{}, false
+	}
+	target := serviceName(best.key, zone)
+	if best.host != "" {
+		target = hostName(best.host, best.cluster, best.key, zone)
+	}
+	return answer{answer: []dns.RR{ptr(owner, target, r.ttl)}}, true
+}
+
+// derivedImports returns the ClusterSetIP imports whose derived Service is
+// the local Service namespace/name: by their annotation, or by
+// derived_prefix.
+func (r *resolver) derivedImports(namespace, name string) []serviceKey {
+	keys := r.index.derivedImports(serviceKey{namespace: namespace, name: name})
+	if base, ok := strings.CutPrefix(name, r.derivedPrefix); ok && r.derivedPrefix != "" && base != "" {
+		key := serviceKey{namespace: namespace, name: base}
+		if v := r.index.lookup(namespace, base); v != nil && !v.headless {
+			keys = append(keys[:len(keys):len(keys)], key)
+		}
+	}
+	return keys
+}

@@ -1,0 +1,91 @@
+package multicluster
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/coredns/coredns/plugin/transfer"
+	"github.com/miekg/dns"
+)
+
+// errNotServing refuses a transfer while the caches have not synced or the
+// plugin is degraded: a partial zone must not reach a secondary.
+var errNotServing = errors.New("multicluster: the clusterset zone cannot be transferred until its caches have synced")
+
+// Transfer implements transfer.Transferer for the clusterset zones, so that
+// `transfer { to ... }` in the same server block serves AXFR, and IXFR as a
+// full transfer unless the client's serial is current. Reverse zones and
+// fallback zones are never transferred: the plugin answers only some of
+// their names.
+//
+// The zone holds the SOA (first and last), the NS, dns-version, and for each
+// import every name a query can be answered with: the service's A, AAAA and
+// SRV, each named port's SRV, and each headless endpoint's host.cluster A
+// and AAAA, as the resolver answers them at that moment, so a transfer and
+// individual queries agree.
+func (m *Multicluster) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
+	zone = strings.ToLower(dns.Fqdn(zone))
+	if isReverseZone(zone) || !slices.Contains(m.Zones, zone) {
+		return nil, transfer.ErrNotAuthoritative
+	}
+	if !m.serving() {
+		return nil, errNotServing
+	}
+	current := m.index.serial.Load()
+	views := m.index.snapshot()
+	start := soa(zone, current, m.ttl)
+	ch := make(chan []dns.RR)
+	go func() {
+		defer close(ch)
+		ch <- []dns.RR{start}
+		if serial != 0 && !serialBefore(serial, current) {
+			return // up to date: the SOA alone
+		}
+		ch <- []dns.RR{ns(zone, m.ttl), txt("dns-version."+zone, schemaVersion, dnsVersionTTL)}
+		for _, v := range views {
+			if rrs := m.serviceRecords(v, zone); len(rrs) > 0 {
+				ch <- rrs
+			}
+		}
+		ch <- []dns.RR{soa(zone, current, m.ttl)}
+	}()
+	return ch, nil
+}
+
+// serviceRecords returns the records of every name of the service v in zone.
+func (m *Multicluster) serviceRecords(v *view, zone string) []dns.RR {
+	base := request{kind: kindService, service: v.key.name, namespace: v.key.namespace}
+	name := serviceName(v.key, zone)
+	var rrs []dns.RR
+	ask := func(req request, owner string, qtypes ...uint16) {
+		for _, qtype := range qtypes {
+			rrs = append(rrs, m.service(req, v, owner, qtype, zone).answer...)
+		}
+	}
+	ask(base, name, dns.TypeA, dns.TypeAAAA, dns.TypeSRV)
+	for _, p := range v.ports {
+		if p.name == "" {
+			continue // no _port name to ask for
+		}
+		req := base
+		req.kind, req.port, req.protocol = kindPort, p.name, p.protocol
+		ask(req, "_"+p.name+"._"+p.protocol+"."+name, dns.TypeSRV)
+	}
+	// Endpoints are sorted by cluster and host: one name per run.
+	for i, e := range v.endpoints {
+		if e.cluster == "" || (i > 0 && e.host == v.endpoints[i-1].host && e.cluster == v.endpoints[i-1].cluster) {
+			continue
+		}
+		req := base
+		req.kind, req.host, req.cluster = kindHost, e.host, e.cluster
+		ask(req, hostName(e.host, e.cluster, v.key, zone), dns.TypeA, dns.TypeAAAA)
+	}
+	return rrs
+}
+
+// serialBefore reports whether SOA serial a is older than b, in serial
+// number arithmetic (RFC 1982).
+func serialBefore(a, b uint32) bool {
+	return a != b && (b-a) < 1<<31
+}
