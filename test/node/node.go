@@ -220,6 +220,9 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	return n, nil
 }
 
+// Started is when Start began.
+func (n *Node) Started() time.Time { return n.start }
+
 // step logs how long the start has taken so far.
 func (n *Node) step(what string) {
 	n.opts.Logf("node: %s after %.1fs", what, time.Since(n.start).Seconds())
@@ -459,18 +462,15 @@ func (n *Node) Stop() error {
 	n.stopped = true
 	began := time.Now()
 	var errs []error
-	// The Kubernetes daemons first: kubelet then restarts no container
-	// (they go with the sweep), and kube-apiserver has no watches to drain.
-	for i := len(n.daemons) - 1; i >= 1; i-- {
-		if d := n.daemons[i]; strings.HasPrefix(d.name, "kube") {
-			errs = append(errs, d.p.Stop(10*time.Second))
-		}
-	}
-	if n.ControlPlane != nil {
-		errs = append(errs, n.ControlPlane.Stop())
-	}
+	// The node's daemons first, in reverse order: kubelet restarts no
+	// container after that. Then the containers, so that kube-apiserver has
+	// no watches left to drain (CoreDNS's, for one) when it stops.
 	for i := len(n.daemons) - 1; i >= 0; i-- {
 		errs = append(errs, n.daemons[i].p.Stop(10*time.Second))
+	}
+	errs = append(errs, killNodeProcesses())
+	if n.ControlPlane != nil {
+		errs = append(errs, n.ControlPlane.Stop())
 	}
 	errs = append(errs, sweep())
 	if n.NetNS != nil {

@@ -1,0 +1,176 @@
+//go:build linux
+
+// Package swap runs the user's scenario on a real node (test/node): a
+// cluster DNS as kubeadm makes it, running stock CoreDNS 1.15, is swapped
+// for the coredns-mcs image exactly as docs/deploy.md says, verified, and
+// rolled back, while a pod looks names up every 100 ms.
+package swap
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
+	"github.com/coredns-mcs/coredns-mcs/test/node"
+)
+
+const (
+	// mcsImageName is how the kustomizations name the image; the test's
+	// own build gets the tag mcsImageTag.
+	mcsImageName = "ghcr.io/coredns-mcs/coredns-mcs"
+	mcsImageTag  = "e2e-local"
+	// stockImage is CoreDNS v1.15.0 built from its module (see
+	// testdata/kubeadm-coredns.yaml).
+	stockImage = "coredns-mcs.test/coredns:v1.15.0"
+
+	// The names the looker-up pod asks for all along, and what they answer
+	// (see testdata/demo.yaml).
+	localName      = "web.demo.svc.cluster.local."
+	clustersetName = "remote.demo.svc.clusterset.local."
+	importedName   = "remote.demo.svc.cluster.local."
+	remoteIP       = "10.100.0.50"
+	webImportIP    = "10.100.0.51"
+
+	// settle is how long lookups keep being counted after `rollout status`
+	// returns: the old pods are still terminating then (lameduck 5s).
+	settle = 10 * time.Second
+)
+
+func TestSwapCoreDNS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping: needs a real node, which -short leaves out")
+	}
+	root, err := testbin.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := node.CheckPrerequisites(); err != nil && os.Getenv("CI") != "true" {
+		t.Skipf("skipping: %v", err)
+	}
+	work := t.TempDir()
+	began := time.Now()
+	mcsArchive := buildImage(t, corednsBinary(t, root, work), mcsImageName+":"+mcsImageTag, filepath.Join(work, "coredns-mcs.tar"))
+	stockArchive := buildImage(t, stockCoreDNS(t, root, work), stockImage, filepath.Join(work, "stock.tar"))
+	t.Logf("images built in %.1fs", time.Since(began).Seconds())
+
+	n := node.ForTest(t, node.Options{Images: []string{mcsArchive, stockArchive}})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	s := &scenario{t: t, n: n, ctx: ctx, root: root, work: work}
+
+	// Before: kubeadm's cluster DNS, stock CoreDNS, answering a pod.
+	s.kubectl("create", "-f", s.testdata("kubeadm-coredns.yaml"))
+	s.kubectl("-n", "kube-system", "rollout", "status", "deploy/coredns", "--timeout=3m")
+	first := s.dig("first", query{"+notcp", "kubernetes.default.svc.cluster.local.", "A"})
+	first.expect(t, query{"+notcp", "kubernetes.default.svc.cluster.local.", "A"}, "NOERROR", "10.96.0.1")
+	t.Logf("node start to the first pod's dig answered through %s: %.1fs", node.ClusterDNS, time.Since(n.Started()).Seconds())
+
+	// The cluster's workload and the imports, on the CRDs as the docs'
+	// step-by-step apply installs them.
+	s.kubectl("apply", "--server-side", "-k", filepath.Join(root, "manifests", "crds"))
+	s.kubectl("apply", "-f", s.testdata("demo.yaml"))
+	s.kubectl("-n", "demo", "rollout", "status", "deploy/web", "--timeout=2m")
+	webIP := strings.TrimSpace(s.kubectl("-n", "demo", "get", "service", "web", "-o", "jsonpath={.spec.clusterIP}"))
+	s.waitEndpoints("demo", "web", 2)
+
+	before := s.dig("before", dnsQueries(webIP)...)
+	for _, proto := range protos {
+		before.expect(t, query{proto, localName, "A"}, "NOERROR", webIP)
+		before.expect(t, query{proto, importedName, "A"}, "NXDOMAIN")
+	}
+
+	lookups := s.startLookups()
+
+	// docs/deploy.md, "Swap an existing CoreDNS".
+	// 1. Save what a rollback needs.
+	corefileBackup := s.kubectl("-n", "kube-system", "get", "configmap", "coredns", "-o", "jsonpath={.data.Corefile}")
+	imageBackup := s.kubectl("-n", "kube-system", "get", "deployment", "coredns",
+		"-o", `jsonpath={.spec.template.spec.containers[?(@.name=="coredns")].image}`)
+	if imageBackup != stockImage || !strings.Contains(corefileBackup, "kubernetes cluster.local") {
+		t.Fatalf("backups: image %q, Corefile:\n%s", imageBackup, corefileBackup)
+	}
+	writeFile(t, filepath.Join(work, "Corefile.backup"), corefileBackup)
+	writeFile(t, filepath.Join(work, "image.backup"), imageBackup)
+	// 2. Pick the image: edit newTag in a copy of manifests/, as the docs
+	// say to do by hand.
+	manifests := s.copyManifests(mcsImageTag)
+	// 3. Apply: check first, then apply.
+	s.kubectl("apply", "--server-side", "--force-conflicts", "--dry-run=server", "-k", manifests)
+	swapReadiness := s.watchReadiness()
+	swapStart := uptime(t)
+	s.kubectl("apply", "--server-side", "--force-conflicts", "-k", manifests)
+
+	// "Verify".
+	s.kubectl("-n", "kube-system", "rollout", "status", "deploy/coredns", "--timeout=3m")
+	swapDone := uptime(t)
+	t.Logf("swap: rollout status returned %.1fs after the apply", swapDone-swapStart)
+	s.checkReadiness("swap", swapReadiness)
+	if image := s.kubectl("-n", "kube-system", "get", "deploy", "coredns", "-o", "jsonpath={.spec.template.spec.containers[0].image}"); image != mcsImageName+":"+mcsImageTag {
+		t.Errorf("after the swap the Deployment runs %q", image)
+	}
+	s.expectLog("Watching ServiceImports multicluster.x-k8s.io/v1beta1", "Synced 2 ServiceImports")
+	after := s.dig("after-swap", dnsQueries(webIP)...)
+	for _, proto := range protos {
+		after.expect(t, query{proto, localName, "A"}, "NOERROR", webIP)
+		after.expect(t, query{proto, importedName, "A"}, "NOERROR", remoteIP)
+		after.expect(t, query{proto, clustersetName, "A"}, "NOERROR", remoteIP)
+		after.expect(t, query{proto, "web.demo.svc.clusterset.local.", "A"}, "NOERROR", webImportIP)
+		after.expect(t, query{proto, "_http._tcp." + clustersetName, "SRV"}, "NOERROR", "0 100 80 "+clustersetName)
+		after.expect(t, query{proto, reverse(remoteIP), "PTR"}, "NOERROR", clustersetName)
+		after.expect(t, query{proto, reverse(webIP), "PTR"}, "NOERROR", localName)
+		after.expect(t, query{proto, "kubernetes.default.svc.cluster.local.", "A"}, "NOERROR", "10.96.0.1")
+	}
+	s.checkMetrics(2)
+	s.checkContainers()
+	time.Sleep(settle)
+	swapEnd := uptime(t)
+
+	// "Roll back": the Corefile first, then the image.
+	undoReadiness := s.watchReadiness()
+	undoStart := uptime(t)
+	configMap := s.kubectl("-n", "kube-system", "create", "configmap", "coredns", "--from-file=Corefile=Corefile.backup",
+		"--dry-run=client", "-o", "yaml")
+	s.kubectlWithInput(configMap, "apply", "--server-side", "--force-conflicts", "-f", "-")
+	s.kubectl("-n", "kube-system", "rollout", "undo", "deploy/coredns")
+	s.kubectl("-n", "kube-system", "rollout", "status", "deploy/coredns", "--timeout=3m")
+	undoDone := uptime(t)
+	t.Logf("undo: rollout status returned %.1fs after the Corefile was restored", undoDone-undoStart)
+	s.checkReadiness("undo", undoReadiness)
+	if image := s.kubectl("-n", "kube-system", "get", "deploy", "coredns", "-o", "jsonpath={.spec.template.spec.containers[0].image}"); image != stockImage {
+		t.Errorf("after rollout undo the Deployment runs %q, want %q", image, stockImage)
+	}
+	undone := s.dig("after-undo", dnsQueries(webIP)...)
+	for _, proto := range protos {
+		undone.expect(t, query{proto, localName, "A"}, "NOERROR", webIP)
+		undone.expect(t, query{proto, importedName, "A"}, "NXDOMAIN")
+	}
+	time.Sleep(settle)
+	undoEnd := uptime(t)
+
+	// The lookups of the pod all along.
+	results := lookups.stop()
+	want := map[string]string{localName: webIP, clustersetName: remoteIP}
+	for _, phase := range []struct {
+		name       string
+		start, end float64
+	}{
+		{"swap", swapStart, swapEnd},
+		{"undo", undoStart, undoEnd},
+	} {
+		for _, c := range []struct{ name, proto string }{{localName, "+notcp"}, {localName, "+tcp"}, {clustersetName, "+notcp"}} {
+			total, failed := results.count(c.name, c.proto, phase.start, phase.end, want[c.name])
+			t.Logf("%s (%.1fs): %s over %s: %d lookups, %d failed%s", phase.name, phase.end-phase.start, c.name, protoName(c.proto),
+				total, len(failed), failureList(failed))
+			if total < 20 {
+				t.Errorf("%s: only %d lookups of %s over %s: the pod did not keep asking", phase.name, total, c.name, protoName(c.proto))
+			}
+			if c.name == localName && len(failed) > 0 {
+				t.Errorf("%s: %d of %d lookups of the local name %s over %s failed", phase.name, len(failed), total, c.name, protoName(c.proto))
+			}
+		}
+	}
+}
