@@ -17,9 +17,7 @@ import (
 // skipped otherwise. With -short it is skipped without starting anything.
 func ForTest(t testing.TB, opts Options) *Node {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("skipping: needs a real node, which -short leaves out")
-	}
+	Require(t)
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
 	}
@@ -41,4 +39,20 @@ func ForTest(t testing.TB, opts Options) *Node {
 		}
 	})
 	return n
+}
+
+// Require skips t with -short, and when the machine cannot run a node:
+// then it fails t if the environment variable CI is "true" and skips it
+// otherwise, saying what is missing.
+func Require(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skipping: needs a real node, which -short leaves out")
+	}
+	if err := CheckPrerequisites(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("a node is required in CI: %v", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
 }

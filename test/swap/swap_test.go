@@ -8,7 +8,6 @@ package swap
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,15 +40,10 @@ const (
 )
 
 func TestSwapCoreDNS(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping: needs a real node, which -short leaves out")
-	}
+	node.Require(t)
 	root, err := testbin.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
-	}
-	if err := node.CheckPrerequisites(); err != nil && os.Getenv("CI") != "true" {
-		t.Skipf("skipping: %v", err)
 	}
 	work := t.TempDir()
 	began := time.Now()
