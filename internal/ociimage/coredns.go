@@ -6,6 +6,8 @@ import (
 	"strconv"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/coredns-mcs/coredns-mcs/internal/filecap"
 )
 
 // CoreDNS describes a CoreDNS image: the static binary on the base layer,
@@ -49,7 +51,7 @@ func (c CoreDNS) Image() (v1.Image, error) {
 		return nil, fmt.Errorf("coredns image: %w", err)
 	}
 	bin := Copy(CoreDNSEntrypoint, 0o755, c.Binary)
-	bin.Xattrs = map[string][]byte{CapabilityXattr: FileCapability(CapNetBindService)}
+	bin.Xattrs = map[string][]byte{filecap.Xattr: filecap.Value(filecap.NetBindService)}
 	binLayer, err := Layer([]File{bin}, opts)
 	if err != nil {
 		return nil, fmt.Errorf("coredns image: %w", err)

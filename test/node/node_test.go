@@ -97,15 +97,11 @@ func readMachineState(t *testing.T) machineState {
 		}
 		s.sysctls[name] = strings.TrimSpace(string(data))
 	}
-	mounts, err := cgroupMounts()
+	cgroups, err := footprint.Cgroups()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range mounts {
-		if _, err := os.Stat(filepath.Join(m, cgroupName)); err == nil {
-			s.cgroups = append(s.cgroups, filepath.Join(m, cgroupName))
-		}
-	}
+	s.cgroups = cgroups
 	_, err = os.Stat(baseDir)
 	s.dir = err == nil
 	return s

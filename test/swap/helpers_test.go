@@ -24,6 +24,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/coredns-mcs/coredns-mcs/internal/filecap"
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
 	"github.com/coredns-mcs/coredns-mcs/test/node"
 )
@@ -576,8 +577,8 @@ func (s *scenario) checkProcess(pod string, pid int, argv []string) {
 		}
 	}
 	buf := make([]byte, 64)
-	n, err := unix.Getxattr(proc+"/root/coredns", ociimage.CapabilityXattr, buf)
-	if err != nil || string(buf[:n]) != string(ociimage.FileCapability(ociimage.CapNetBindService)) {
+	n, err := unix.Getxattr(proc+"/root/coredns", filecap.Xattr, buf)
+	if err != nil || string(buf[:n]) != string(filecap.Value(filecap.NetBindService)) {
 		s.t.Errorf("%s: /coredns file capability %x (%v), want cap_net_bind_service=ep", pod, buf[:max(n, 0)], err)
 	}
 	if _, err := os.Stat(proc + "/root/var/run/secrets/kubernetes.io/serviceaccount/token"); err != nil {

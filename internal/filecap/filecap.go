@@ -1,4 +1,8 @@
-package ociimage
+// Package filecap writes Linux file capabilities: what
+// `setcap cap_net_bind_service=+ep FILE` of libcap does, for the image
+// builds (internal/ociimage, the Dockerfile) that must not need libcap's
+// tools.
+package filecap
 
 import (
 	"encoding/binary"
@@ -7,22 +11,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// CapabilityXattr is the extended attribute that holds a file's
+// Xattr is the extended attribute that holds a file's
 // capabilities.
-const CapabilityXattr = "security.capability"
+const Xattr = "security.capability"
 
-// CapNetBindService is the capability to bind ports below 1024
+// NetBindService is the capability to bind ports below 1024
 // (CAP_NET_BIND_SERVICE in linux/capability.h).
-const CapNetBindService = 10
+const NetBindService = 10
 
-// FileCapability returns the value of CapabilityXattr that grants the
+// Value returns the value of Xattr that grants the
 // capabilities caps as permitted and effective when the file is executed:
 // what `setcap cap_net_bind_service=+ep FILE` writes for
-// FileCapability(CapNetBindService). The layout is struct vfs_cap_data of
+// Value(NetBindService). The layout is struct vfs_cap_data of
 // linux/capability.h, revision 2: a little-endian magic word with the
 // effective flag, then the permitted and inheritable sets of capabilities
 // 0-31 and 32-63.
-func FileCapability(caps ...uint) []byte {
+func Value(caps ...uint) []byte {
 	const (
 		vfsCapRevision2     = 0x02000000
 		vfsCapFlagEffective = 0x000001
@@ -40,10 +44,10 @@ func FileCapability(caps ...uint) []byte {
 	return b
 }
 
-// SetFileCapability gives the file at path the capabilities caps, as
+// Set gives the file at path the capabilities caps, as
 // setcap CAP=+ep does. It needs CAP_SETFCAP (root).
-func SetFileCapability(path string, caps ...uint) error {
-	if err := unix.Setxattr(path, CapabilityXattr, FileCapability(caps...), 0); err != nil {
+func Set(path string, caps ...uint) error {
+	if err := unix.Setxattr(path, Xattr, Value(caps...), 0); err != nil {
 		return fmt.Errorf("set file capabilities of %s: %w", path, err)
 	}
 	return nil

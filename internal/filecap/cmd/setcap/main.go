@@ -2,14 +2,14 @@
 // `setcap cap_net_bind_service=+ep FILE...` of libcap does, without needing
 // libcap's tools in the image that builds them (see the Dockerfile).
 //
-//	go run ./internal/ociimage/cmd/setcap FILE...
+//	go run ./internal/filecap/cmd/setcap FILE...
 package main
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
+	"github.com/coredns-mcs/coredns-mcs/internal/filecap"
 )
 
 func main() {
@@ -18,7 +18,7 @@ func main() {
 		os.Exit(2)
 	}
 	for _, path := range os.Args[1:] {
-		if err := ociimage.SetFileCapability(path, ociimage.CapNetBindService); err != nil {
+		if err := filecap.Set(path, filecap.NetBindService); err != nil {
 			fmt.Fprintln(os.Stderr, "setcap:", err)
 			os.Exit(1)
 		}
