@@ -2,8 +2,8 @@ package ociimage
 
 import (
 	"archive/tar"
-	"compress/gzip"
 	"bytes"
+	"compress/gzip"
 	"io"
 	"io/fs"
 	"net/http/httptest"
