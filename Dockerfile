@@ -27,24 +27,22 @@ ARG GOPROXY
 # Module downloads are cached in their own layer, rebuilt only when go.mod or
 # go.sum change.
 COPY go.mod go.sum ./
-RUN --mount=type=cache,target=/root/.cache/go-mod \
-    GOMODCACHE=/root/.cache/go-mod go mod download \
- && cp -a /root/.cache/go-mod /go-mod
+RUN go mod download
 COPY . .
 ARG TARGETOS
 ARG TARGETARCH
 ARG VERSION=dev
 ARG COMMIT=unknown
 # The Makefile's build target, so the image binary is built with exactly the
-# flags of a local `make build` (CGO_ENABLED=0, -trimpath, the version LDFLAGS).
-# The capability lets the nonroot user bind port 53; it is a file xattr
-# (what `setcap cap_net_bind_service=+ep` writes, set here by a small Go
-# command of this repository so that the builder needs no libcap tools), and
-# COPY --from keeps it with BuildKit.
+# flags of a local `make build` (CGO_ENABLED=0, -trimpath, the version LDFLAGS);
+# the compiler's cache persists between builds in a cache mount. The
+# capability lets the nonroot user bind port 53: it is a file xattr, what
+# `setcap cap_net_bind_service=+ep` writes, set by a small Go command of this
+# repository so that the builder needs no libcap tools. COPY --from keeps it
+# with BuildKit.
 RUN --mount=type=cache,target=/root/.cache/go-build \
-    GOMODCACHE=/go-mod GOFLAGS=-mod=readonly \
     GOOS=$TARGETOS GOARCH=$TARGETARCH make build VERSION="$VERSION" COMMIT="$COMMIT" \
- && GOMODCACHE=/go-mod go run ./internal/ociimage/cmd/setcap build/coredns
+ && go run ./internal/filecap/cmd/setcap build/coredns
 
 FROM ${BASE_IMAGE}
 ARG VERSION=dev

@@ -17,6 +17,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -258,4 +259,43 @@ func writeEntry(tw *tar.Writer, f File) error {
 		}
 	}
 	return nil
+}
+
+// Programs returns the files of dynamically linked programs on this
+// machine, at the same paths in the image: each program and the shared
+// libraries and dynamic loader ldd lists for it. Symbolic links are
+// resolved, so the image holds regular files.
+func Programs(paths ...string) ([]File, error) {
+	seen := map[string]bool{}
+	var files []File
+	add := func(p string) {
+		if !seen[p] {
+			seen[p] = true
+			files = append(files, Copy(p, 0o755, p))
+		}
+	}
+	for _, p := range paths {
+		add(p)
+		out, err := exec.Command("ldd", p).Output()
+		if err != nil {
+			if strings.Contains(string(out), "not a dynamic executable") {
+				continue // static
+			}
+			return nil, fmt.Errorf("ldd %s: %w", p, err)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			// "libfoo.so.1 => /lib/x86_64-linux-gnu/libfoo.so.1 (0x...)",
+			// "/lib64/ld-linux-x86-64.so.2 (0x...)"; linux-vdso has no file.
+			fields := strings.Fields(line)
+			switch {
+			case len(fields) >= 3 && fields[1] == "=>" && fields[2] == "not":
+				return nil, fmt.Errorf("ldd %s: %s", p, strings.TrimSpace(line))
+			case len(fields) >= 3 && fields[1] == "=>" && strings.HasPrefix(fields[2], "/"):
+				add(fields[2])
+			case len(fields) >= 1 && strings.HasPrefix(fields[0], "/"):
+				add(fields[0])
+			}
+		}
+	}
+	return files, nil
 }

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"io"
 	"io/fs"
+	"log"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -363,7 +364,7 @@ func TestWriteArchive(t *testing.T) {
 	}
 
 	// Pushing what was read back gives the registry the same image.
-	reg := httptest.NewServer(registry.New())
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer reg.Close()
 	u, _ := url.Parse(reg.URL)
 	pushed := u.Host + "/coredns-mcs/coredns-mcs:v9.9.9"
@@ -421,7 +422,7 @@ func TestWriteIndexArchive(t *testing.T) {
 		t.Errorf("platforms %q", platforms)
 	}
 
-	reg := httptest.NewServer(registry.New())
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	defer reg.Close()
 	u, _ := url.Parse(reg.URL)
 	pushed := u.Host + "/coredns-mcs/coredns-mcs:v9.9.9"

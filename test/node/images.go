@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -33,7 +32,7 @@ func (n *Node) importImages(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pause image: %w", err)
 	}
-	dnsutils, err := buildDNSUtilsImage(ctx)
+	dnsutils, err := buildDNSUtilsImage()
 	if err != nil {
 		return fmt.Errorf("dnsutils image: %w", err)
 	}
@@ -138,8 +137,8 @@ var busyboxApplets = []string{
 
 // buildDNSUtilsImage writes DNSUtilsImage: Debian's static busybox for a
 // shell and its tools, and this machine's dig with the shared libraries
-// ldd lists for it.
-func buildDNSUtilsImage(ctx context.Context) (string, error) {
+// ldd lists for it, at its path here (/usr/bin/dig on Debian).
+func buildDNSUtilsImage() (string, error) {
 	busybox, err := exec.LookPath("busybox")
 	if err != nil {
 		return "", err
@@ -148,26 +147,18 @@ func buildDNSUtilsImage(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dig, err = filepath.EvalSymlinks(dig)
+	files, err := ociimage.Programs(dig)
 	if err != nil {
 		return "", err
 	}
-	files := []ociimage.File{
+	files = append(files,
 		ociimage.Copy("/bin/busybox", 0o755, busybox),
-		ociimage.Copy("/usr/bin/dig", 0o755, dig),
 		ociimage.Regular("/etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")),
 		ociimage.Regular("/etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\n")),
 		ociimage.Dir("/tmp", 0o777|os.ModeSticky, 0, 0),
-	}
+	)
 	for _, applet := range busyboxApplets {
 		files = append(files, ociimage.Symlink("/bin/"+applet, "busybox"))
-	}
-	libs, err := sharedLibraries(ctx, dig)
-	if err != nil {
-		return "", err
-	}
-	for _, lib := range libs {
-		files = append(files, ociimage.Copy(lib, 0o755, lib))
 	}
 	layer, err := ociimage.Layer(files, ociimage.LayerOptions{Level: gzip.BestSpeed})
 	if err != nil {
@@ -183,37 +174,4 @@ func buildDNSUtilsImage(ctx context.Context) (string, error) {
 	}
 	archive := filepath.Join(imageDir(), "dnsutils.tar")
 	return archive, ociimage.WriteArchive(archive, DNSUtilsImage, img)
-}
-
-// sharedLibraries returns the absolute paths of the shared libraries and
-// the dynamic loader that ldd lists for binary.
-func sharedLibraries(ctx context.Context, binary string) ([]string, error) {
-	out, err := exec.CommandContext(ctx, "ldd", binary).Output()
-	if err != nil {
-		return nil, fmt.Errorf("ldd %s: %w", binary, err)
-	}
-	var libs []string
-	for _, line := range strings.Split(string(out), "\n") {
-		// "libfoo.so.1 => /lib/x86_64-linux-gnu/libfoo.so.1 (0x...)" or
-		// "/lib64/ld-linux-x86-64.so.2 (0x...)"; linux-vdso has no file.
-		fields := strings.Fields(line)
-		var path string
-		switch {
-		case len(fields) >= 3 && fields[1] == "=>":
-			path = fields[2]
-		case len(fields) >= 1 && strings.HasPrefix(fields[0], "/"):
-			path = fields[0]
-		}
-		if path == "" {
-			continue
-		}
-		if path == "not" { // "=> not found"
-			return nil, errors.New("ldd " + binary + ": " + strings.TrimSpace(line))
-		}
-		libs = append(libs, path)
-	}
-	if len(libs) == 0 {
-		return nil, fmt.Errorf("ldd %s listed no libraries:\n%s", binary, out)
-	}
-	return libs, nil
 }
