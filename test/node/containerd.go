@@ -5,6 +5,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -129,15 +130,16 @@ func (n *Node) startContainerd(ctx context.Context) error {
 		return err
 	}
 	return p.WaitReady(ctx, 30*time.Second, func(ctx context.Context) error {
-		_, err := n.ctr(ctx, "version")
+		_, err := n.ctr(ctx, nil, "version")
 		return err
 	})
 }
 
 // ctr runs containerd's ctr against the node's containerd, in the
-// namespace of the CRI plugin.
-func (n *Node) ctr(ctx context.Context, args ...string) ([]byte, error) {
+// namespace of the CRI plugin, with stdin from input (if not nil).
+func (n *Node) ctr(ctx context.Context, input io.Reader, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "ctr", append([]string{"--address", containerdSocket(), "--namespace", "k8s.io"}, args...)...)
+	cmd.Stdin = input
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return out, fmt.Errorf("ctr %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
@@ -146,9 +148,16 @@ func (n *Node) ctr(ctx context.Context, args ...string) ([]byte, error) {
 }
 
 // ImportImage imports an image archive (docker save or OCI layout in a
-// tar) into the node's containerd, as `kind load image-archive` does on a
-// kind node. Pods use it with imagePullPolicy: Never or IfNotPresent.
+// tar) into the node's containerd as `kind load image-archive` does: the
+// command line of LoadImageArchive in pkg/cluster/nodeutils/util.go of
+// sigs.k8s.io/kind v0.33.0, the archive on stdin. Pods use the image with
+// imagePullPolicy Never or IfNotPresent.
 func (n *Node) ImportImage(ctx context.Context, archive string) error {
-	_, err := n.ctr(ctx, "images", "import", archive)
+	f, err := os.Open(archive)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = n.ctr(ctx, f, "images", "import", "--all-platforms", "--digests", "--snapshotter=overlayfs", "-")
 	return err
 }
