@@ -71,8 +71,8 @@ func writeFile(t *testing.T, path, content string) {
 }
 
 // copyManifests copies manifests/ into the work directory and sets the
-// image tag in the copy's kustomization.yaml, as docs/deploy.md's step 2
-// does by hand.
+// image tag in the copy's kustomization.yaml and install/kustomization.yaml,
+// as docs/deploy.md's step 2 does by hand.
 func (s *scenario) copyManifests(tag string) string {
 	s.t.Helper()
 	src := filepath.Join(s.root, "manifests")
@@ -80,16 +80,17 @@ func (s *scenario) copyManifests(tag string) string {
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
 		s.t.Fatal(err)
 	}
-	kustomization := filepath.Join(dst, "kustomization.yaml")
-	data, err := os.ReadFile(kustomization)
-	if err != nil {
-		s.t.Fatal(err)
-	}
 	re := regexp.MustCompile(`(?m)^(\s*-\s*name:\s*` + regexp.QuoteMeta(mcsImageName) + `\s*\n\s*newTag:\s*)\S+`)
-	if !re.Match(data) {
-		s.t.Fatalf("manifests/kustomization.yaml has no images entry for %s with a newTag:\n%s", mcsImageName, data)
+	for _, kustomization := range []string{filepath.Join(dst, "kustomization.yaml"), filepath.Join(dst, "install", "kustomization.yaml")} {
+		data, err := os.ReadFile(kustomization)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if !re.Match(data) {
+			s.t.Fatalf("%s has no images entry for %s with a newTag:\n%s", kustomization, mcsImageName, data)
+		}
+		writeFile(s.t, kustomization, re.ReplaceAllString(string(data), "${1}"+tag))
 	}
-	writeFile(s.t, kustomization, re.ReplaceAllString(string(data), "${1}"+tag))
 	return dst
 }
 
@@ -433,6 +434,18 @@ func (r lookupResults) count(name, proto string, start, end float64, want string
 	return total, failed
 }
 
+// last returns when the last lookup of name over UDP within [start, end]
+// that answered want (ok) or did not (!ok) returned; start if none did.
+func (r lookupResults) last(name string, start, end float64, ok bool, want string) float64 {
+	at := start
+	for _, l := range r {
+		if l.name == name && l.proto == "+notcp" && l.at >= start && l.at <= end && (l.status == "NOERROR" && l.a == want) == ok {
+			at = max(at, l.at)
+		}
+	}
+	return at
+}
+
 func failureList(failed []lookup) string {
 	if len(failed) == 0 {
 		return ""
@@ -592,5 +605,25 @@ func (s *scenario) checkProcess(pod string, pid int, argv []string) {
 	}
 	if strings.Join(argv, " ") != "/coredns -conf /etc/coredns/Corefile" {
 		s.t.Errorf("%s: coredns runs as %q", pod, argv)
+	}
+}
+
+// applyFreshInstall runs the docs' fresh install. The kube-dns Service's
+// address, 10.96.0.10, may be held for a moment after kubeadm's Service is
+// deleted (its IPAddress object goes after the Service), so a refused apply
+// is retried for a while.
+func (s *scenario) applyFreshInstall(dir string) {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, err := s.n.Kubectl(s.ctx, s.work, "apply", "--server-side", "-k", dir)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatal(err)
+		}
+		s.t.Logf("fresh install: %v; retrying", err)
+		time.Sleep(time.Second)
 	}
 }

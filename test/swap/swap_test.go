@@ -107,21 +107,24 @@ func TestSwapCoreDNS(t *testing.T) {
 		t.Errorf("after the swap the Deployment runs %q", image)
 	}
 	s.expectLog("Watching ServiceImports multicluster.x-k8s.io/v1beta1", "Synced 2 ServiceImports")
+	s.checkMetrics(2)
+	s.checkContainers()
+	// The old pods keep serving through lameduck (5s) after rollout status
+	// returns, and kube-proxy takes a moment to drop them: ask once they
+	// are gone (the lookups pod measures the switch).
+	time.Sleep(settle)
+	swapEnd := uptime(t)
 	after := s.dig("after-swap", dnsQueries(webIP)...)
 	for _, proto := range protos {
 		after.expect(t, query{proto, localName, "A"}, "NOERROR", webIP)
 		after.expect(t, query{proto, importedName, "A"}, "NOERROR", remoteIP)
 		after.expect(t, query{proto, clustersetName, "A"}, "NOERROR", remoteIP)
 		after.expect(t, query{proto, "web.demo.svc.clusterset.local.", "A"}, "NOERROR", webImportIP)
-		after.expect(t, query{proto, "_http._tcp." + clustersetName, "SRV"}, "NOERROR", "0 100 80 "+clustersetName)
+		after.expect(t, query{proto, "_http._tcp." + clustersetName, "SRV"}, "NOERROR", "80 "+clustersetName)
 		after.expect(t, query{proto, reverse(remoteIP), "PTR"}, "NOERROR", clustersetName)
 		after.expect(t, query{proto, reverse(webIP), "PTR"}, "NOERROR", localName)
 		after.expect(t, query{proto, "kubernetes.default.svc.cluster.local.", "A"}, "NOERROR", "10.96.0.1")
 	}
-	s.checkMetrics(2)
-	s.checkContainers()
-	time.Sleep(settle)
-	swapEnd := uptime(t)
 
 	// "Roll back": the Corefile first, then the image.
 	undoReadiness := s.watchReadiness()
@@ -137,17 +140,23 @@ func TestSwapCoreDNS(t *testing.T) {
 	if image := s.kubectl("-n", "kube-system", "get", "deploy", "coredns", "-o", "jsonpath={.spec.template.spec.containers[0].image}"); image != stockImage {
 		t.Errorf("after rollout undo the Deployment runs %q, want %q", image, stockImage)
 	}
+	time.Sleep(settle)
+	undoEnd := uptime(t)
+	results := lookups.stop()
 	undone := s.dig("after-undo", dnsQueries(webIP)...)
 	for _, proto := range protos {
 		undone.expect(t, query{proto, localName, "A"}, "NOERROR", webIP)
 		undone.expect(t, query{proto, importedName, "A"}, "NXDOMAIN")
 	}
-	time.Sleep(settle)
-	undoEnd := uptime(t)
 
-	// The lookups of the pod all along.
-	results := lookups.stop()
+	// The lookups of the pod all along. The clusterset name answers only
+	// from the new image: when it last failed during the swap, and last
+	// answered during the undo, is when the Service switched over for good.
 	want := map[string]string{localName: webIP, clustersetName: remoteIP}
+	t.Logf("swap: the clusterset name last failed %.1fs after the apply; rollout status returned after %.1fs",
+		results.last(clustersetName, swapStart, swapEnd, false, remoteIP)-swapStart, swapDone-swapStart)
+	t.Logf("undo: the clusterset name last answered %.1fs after the Corefile was restored; rollout status returned after %.1fs",
+		results.last(clustersetName, undoStart, undoEnd, true, remoteIP)-undoStart, undoDone-undoStart)
 	for _, phase := range []struct {
 		name       string
 		start, end float64
@@ -167,4 +176,22 @@ func TestSwapCoreDNS(t *testing.T) {
 			}
 		}
 	}
+
+	// The rest of "Roll back": the multicluster role goes.
+	s.kubectl("delete", "-k", filepath.Join(manifests, "rbac"))
+
+	// "Fresh install", on the same node once kubeadm's CoreDNS is gone.
+	s.kubectl("-n", "kube-system", "delete", "deployment/coredns", "service/kube-dns", "configmap/coredns", "serviceaccount/coredns")
+	s.kubectl("delete", "clusterrole/system:coredns", "clusterrolebinding/system:coredns")
+	s.applyFreshInstall(filepath.Join(manifests, "install"))
+	s.kubectl("-n", "kube-system", "rollout", "status", "deploy/coredns", "--timeout=3m")
+	installed := s.dig("after-install", dnsQueries(webIP)...)
+	for _, proto := range protos {
+		installed.expect(t, query{proto, localName, "A"}, "NOERROR", webIP)
+		installed.expect(t, query{proto, importedName, "A"}, "NOERROR", remoteIP)
+		installed.expect(t, query{proto, clustersetName, "A"}, "NOERROR", remoteIP)
+		installed.expect(t, query{proto, "_http._tcp." + clustersetName, "SRV"}, "NOERROR", "80 "+clustersetName)
+		installed.expect(t, query{proto, reverse(remoteIP), "PTR"}, "NOERROR", clustersetName)
+	}
+	s.checkContainers()
 }
