@@ -378,8 +378,29 @@ func TestWriteArchive(t *testing.T) {
 	if got != want.String() {
 		t.Errorf("registry has %s, want %s", got, want)
 	}
-	// manifest.json loses the OCI manifest (docker load rebuilds its own), so
-	// only its layers and config are compared above.
+
+	// `crane push ARCHIVE` reads manifest.json (crane.Load), as docker load
+	// does: it pushes the same config and layers under a manifest of its
+	// own.
+	viaTarball := u.Host + "/coredns-mcs/coredns-mcs:tarball"
+	if err := crane.Push(loaded, viaTarball); err != nil {
+		t.Fatalf("crane push of the archive: %v", err)
+	}
+	pulled, err := crane.Pull(viaTarball)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := pulled.ConfigName(); got != wantCfg {
+		t.Errorf("crane push of the archive: config %s, want %s", got, wantCfg)
+	}
+	pulledLayers, _ := pulled.Layers()
+	for i := range wantLayers {
+		got, _ := pulledLayers[i].DiffID()
+		want, _ := wantLayers[i].DiffID()
+		if got != want {
+			t.Errorf("crane push of the archive: layer %d diff ID %s, want %s", i, got, want)
+		}
+	}
 }
 
 func TestWriteIndexArchive(t *testing.T) {

@@ -13,11 +13,14 @@ import (
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
 )
 
 // killedChildEnv makes the test binary start a node, run a pod and wait to
@@ -165,6 +168,7 @@ func TestNodeRunsPods(t *testing.T) {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+	checkMultiPlatformImport(t, ctx, n)
 	if during := readMachineState(t); len(during.processes) == 0 || len(during.cgroups) == 0 || !during.dir {
 		t.Errorf("the running node shows no processes, cgroups or directory: %+v", during)
 	}
@@ -229,4 +233,42 @@ func TestStartAfterKilledRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkMachineRestored(t, before)
+}
+
+// checkMultiPlatformImport imports a multi-platform archive of
+// internal/ociimage (as make image IMAGE_PLATFORMS=... writes it) the way
+// ImportImage does, and finds both platforms in containerd.
+func checkMultiPlatformImport(t *testing.T, ctx context.Context, n *Node) {
+	t.Helper()
+	const ref = "coredns-mcs.test/multi:local"
+	var images []v1.Image
+	for _, arch := range []string{"amd64", "arm64"} {
+		layer, err := ociimage.Layer([]ociimage.File{ociimage.Regular("/hello", 0o644, []byte(arch))}, ociimage.LayerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := ociimage.Image(ociimage.Config{Platform: v1.Platform{OS: "linux", Architecture: arch}}, layer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		images = append(images, img)
+	}
+	idx, err := ociimage.Index(images...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(t.TempDir(), "multi.tar")
+	if err := ociimage.WriteIndexArchive(archive, ref, idx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.ImportImage(ctx, archive); err != nil {
+		t.Fatal(err)
+	}
+	out, err := n.ctr(ctx, nil, "images", "ls", "name=="+ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(out), "linux/amd64,linux/arm64") {
+		t.Errorf("containerd lists the multi-platform image as:\n%s", out)
+	}
 }
