@@ -32,6 +32,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/internal/filecap"
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/dockerd"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 
 // Images the tests build from this machine's files and load into the
@@ -212,16 +213,9 @@ func queryWhoami(ctx context.Context, e *dockerd.Engine, network string) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	deadline, _ := ctx.Deadline()
-	_ = conn.SetDeadline(deadline)
-	co := &dns.Conn{Conn: conn}
 	m := new(dns.Msg)
 	m.SetQuestion("whoami.example.", dns.TypeA)
-	if err := co.WriteMsg(m); err != nil {
-		return err
-	}
-	r, err := co.ReadMsg()
+	r, err := harness.Exchange(ctx, conn, m)
 	if err != nil {
 		return err
 	}

@@ -44,6 +44,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/flock"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/netns"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/process"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
@@ -143,7 +144,7 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	}
 
 	n := &Node{KubeDir: opts.KubeDir, opts: opts, start: time.Now()}
-	if n.lock, err = acquireLock(ctx); err != nil {
+	if n.lock, err = flock.Acquire(ctx, lockPath, "node"); err != nil {
 		return nil, err
 	}
 	defer func() {

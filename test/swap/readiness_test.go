@@ -14,6 +14,8 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 
 // readyCheck is what a CoreDNS pod answered, asked directly the moment its
@@ -114,16 +116,9 @@ func (s *scenario) askPod(ctx context.Context, network, addr string) error {
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	deadline, _ := ctx.Deadline()
-	_ = conn.SetDeadline(deadline)
-	co := &dns.Conn{Conn: conn}
 	m := new(dns.Msg)
 	m.SetQuestion(localName, dns.TypeA)
-	if err := co.WriteMsg(m); err != nil {
-		return err
-	}
-	r, err := co.ReadMsg()
+	r, err := harness.Exchange(ctx, conn, m)
 	if err != nil {
 		return err
 	}

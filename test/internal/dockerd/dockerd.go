@@ -28,8 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/coredns-mcs/coredns-mcs/test/internal/flock"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/footprint"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/netns"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/process"
@@ -107,7 +106,7 @@ func Start(ctx context.Context) (_ *Engine, err error) {
 	if err := os.MkdirAll(e.dataRoot, 0o700); err != nil {
 		return nil, err
 	}
-	if e.lock, err = lock(ctx, e.dataRoot+".lock"); err != nil {
+	if e.lock, err = flock.Acquire(ctx, e.dataRoot+".lock", "docker engine of the tests"); err != nil {
 		return nil, err
 	}
 	defer func() {
@@ -162,31 +161,6 @@ func Start(ctx context.Context) (_ *Engine, err error) {
 		return nil, err
 	}
 	return e, nil
-}
-
-// lock waits for the engine's lock, which the kernel releases when the
-// process dies, however it dies.
-func lock(ctx context.Context, path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			return f, nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		select {
-		case <-ctx.Done():
-			f.Close()
-			return nil, fmt.Errorf("another docker engine of the tests runs (lock %s): %w", path, ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
 }
 
 // Docker runs the docker client against the engine, with BuildKit, and
