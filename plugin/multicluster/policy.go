@@ -24,6 +24,23 @@ type scopePattern struct {
 	namespace, name string
 }
 
+// newFallbackScope parses the arguments of fallback_scope.
+func newFallbackScope(args []string) (*fallbackScope, error) {
+	scope := &fallbackScope{}
+	for _, arg := range args {
+		p, exclude, err := parseScopePattern(arg)
+		if err != nil {
+			return nil, err
+		}
+		if exclude {
+			scope.exclude = append(scope.exclude, p)
+		} else {
+			scope.include = append(scope.include, p)
+		}
+	}
+	return scope, nil
+}
+
 // parseScopePattern parses one argument of fallback_scope.
 func parseScopePattern(arg string) (p scopePattern, exclude bool, err error) {
 	s, exclude := strings.CutPrefix(arg, "!")

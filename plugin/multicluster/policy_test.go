@@ -40,17 +40,9 @@ func TestGlobMatch(t *testing.T) {
 
 func TestFallbackScope(t *testing.T) {
 	scope := func(args ...string) *fallbackScope {
-		s := &fallbackScope{}
-		for _, arg := range args {
-			p, exclude, err := parseScopePattern(arg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if exclude {
-				s.exclude = append(s.exclude, p)
-			} else {
-				s.include = append(s.include, p)
-			}
+		s, err := newFallbackScope(args)
+		if err != nil {
+			t.Fatal(err)
 		}
 		return s
 	}
@@ -229,14 +221,14 @@ func TestFailoverPerService(t *testing.T) {
 // fallback zones, failover included, and still answers in the clusterset
 // zone.
 func TestFallbackScopeHandler(t *testing.T) {
-	p, _, err := parseScopePattern("!internal/*")
+	scope, err := newFallbackScope([]string{"!internal/*"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	local := newFakeCluster()
 	m, next := newTestPlugin(t, nil, nil)
 	m.local, m.failover = local, true
-	m.sources.setScope(&fallbackScope{exclude: []scopePattern{p}})
+	m.sources.setScope(scope)
 	for _, ns := range []string{"internal", "shop"} {
 		spec, _, err := newImportSpec(importDef{ns: ns, name: "web", typ: "ClusterSetIP", ips: []string{"10.42.9.1"}}.fields())
 		if err != nil {
@@ -270,22 +262,18 @@ func TestFallbackScopeHandler(t *testing.T) {
 // pass-through of a local name, and an import's fallback answer, which reads
 // the scope's verdict from the view rather than matching the patterns.
 func BenchmarkScoped(b *testing.B) {
-	scope := &fallbackScope{}
-	for i := range 20 {
-		p, exclude, err := parseScopePattern(fmt.Sprintf("!team-%d/*-internal-*", i))
+	patterns := []string{"ns1/*"}
+	for i := range 19 {
 		if i%2 == 0 {
-			p, exclude, err = parseScopePattern(fmt.Sprintf("ns%d/web-*", i))
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-		if exclude {
-			scope.exclude = append(scope.exclude, p)
+			patterns = append(patterns, fmt.Sprintf("ns%d/web-*", i+2))
 		} else {
-			scope.include = append(scope.include, p)
+			patterns = append(patterns, fmt.Sprintf("!team-%d/*-internal-*", i))
 		}
 	}
-	scope.include = append(scope.include, scopePattern{namespace: "ns1", name: "*"})
+	scope, err := newFallbackScope(patterns)
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, scoped := range []bool{false, true} {
 		m := benchPlugin(b)
 		if scoped {

@@ -79,17 +79,23 @@ func (r *resolver) service(req request, v *view, owner string, qtype uint16, zon
 		}
 		return nodata
 	case kindPort:
-		ports := matchPorts(v.ports, req.port, req.protocol)
-		if len(ports) == 0 {
-			return nxdomain
-		}
-		if qtype == dns.TypeSRV {
-			return r.clusterSetSRV(v, ports, owner, zone)
-		}
-		return nodata
+		return portAnswer(v, req, qtype, func(ports []servicePort) answer { return r.clusterSetSRV(v, ports, owner, zone) })
 	}
 	// host.cluster names exist only for headless imports.
 	return nxdomain
+}
+
+// portAnswer answers a _port._proto name of v: NXDOMAIN without such a
+// port, srvOf the matching ports for SRV, NODATA for any other type.
+func portAnswer(v *view, req request, qtype uint16, srvOf func([]servicePort) answer) answer {
+	ports := matchPorts(v.ports, req.port, req.protocol)
+	if len(ports) == 0 {
+		return nxdomain
+	}
+	if qtype == dns.TypeSRV {
+		return srvOf(ports)
+	}
+	return nodata
 }
 
 // clusterSetSRV returns one SRV per port, all pointing at the service name,
@@ -169,14 +175,7 @@ func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zo
 		}
 		return nodata
 	case kindPort:
-		ports := matchPorts(v.ports, req.port, req.protocol)
-		if len(ports) == 0 {
-			return nxdomain
-		}
-		if qtype == dns.TypeSRV {
-			return r.headlessSRV(v, ports, owner, zone)
-		}
-		return nodata
+		return portAnswer(v, req, qtype, func(ports []servicePort) answer { return r.headlessSRV(v, ports, owner, zone) })
 	case kindHost:
 		found := false
 		var rrs []dns.RR

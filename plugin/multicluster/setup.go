@@ -280,17 +280,9 @@ func parseOption(c *caddy.Controller, m *Multicluster, option string) error {
 		if len(args) == 0 {
 			return c.Errf("fallback_scope needs at least one pattern, such as shop/* or !kube-system/*")
 		}
-		scope := &fallbackScope{}
-		for _, arg := range args {
-			p, exclude, err := parseScopePattern(arg)
-			if err != nil {
-				return c.Errf("fallback_scope: %v", err)
-			}
-			if exclude {
-				scope.exclude = append(scope.exclude, p)
-			} else {
-				scope.include = append(scope.include, p)
-			}
+		scope, err := newFallbackScope(args)
+		if err != nil {
+			return c.Errf("fallback_scope: %v", err)
 		}
 		m.scope = scope
 	case "ttl":

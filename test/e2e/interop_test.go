@@ -22,20 +22,20 @@ import (
 // corefileInterop is the kube-system Corefile with derived_prefix for
 // Karmada's derived-NAME Services; the other implementations' derived
 // Services have hashed names that the prefix never matches.
-const corefileInterop = `.:{{.Port}} {
-    ready 127.0.0.1:{{.ReadyPort}}
-    multicluster clusterset.local in-addr.arpa ip6.arpa {
-        kubeconfig {{.Kubeconfig}}
-        fallback cluster.local
-        derived_prefix derived-
-    }
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-        kubeconfig {{.Kubeconfig}}
-        pods insecure
-        fallthrough in-addr.arpa ip6.arpa
-    }
+var corefileInterop = withOptions(corefileWith, "derived_prefix derived-")
+
+// withOptions adds options to the multicluster block of corefile.
+func withOptions(corefile string, options ...string) string {
+	const fallback = "        fallback cluster.local\n"
+	if !strings.Contains(corefile, fallback) {
+		panic("the Corefile has no fallback line to add options after")
+	}
+	var add strings.Builder
+	for _, o := range options {
+		add.WriteString("        " + o + "\n")
+	}
+	return strings.Replace(corefile, fallback, fallback+add.String(), 1)
 }
-`
 
 // applyFixture applies the testdata/interop files of one implementation,
 // named relative to its directory, to the API server of cfg.

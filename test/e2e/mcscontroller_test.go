@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -19,36 +18,31 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
 
+// testBinaries returns the directory of a set of third-party binaries
+// (test/testbin) that holds want; it fails t under CI=true when they are
+// unavailable, and skips t otherwise.
+func testBinaries(t *testing.T, set string, want ...string) string {
+	t.Helper()
+	dir, err := testbin.Dir(set, want...)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%v are required in CI: %v", want, err)
+		}
+		t.Skipf("skipping: %v unavailable (%s %s): %v", want, testbin.Script, set, err)
+	}
+	return dir
+}
+
 // startMCSController runs the mcs-api reference controller (the
 // servicecontroller of sigs.k8s.io/mcs-api/controllers, built by the mcs set
 // of test/testbin) as the admin of kubeconfig, until the test ends. It acts
 // in every namespace of that API server.
 func startMCSController(t *testing.T, kubeconfig string) *harness.Output {
 	t.Helper()
-	dir, err := testbin.Dir("mcs", "servicecontroller")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the mcs-api controller is required in CI: %v", err)
-		}
-		t.Skipf("skipping: the mcs-api controller is unavailable (%s mcs): %v", testbin.Script, err)
-	}
-	out := &harness.Output{}
+	dir := testBinaries(t, "mcs", "servicecontroller")
 	// Port 0 turns its metrics server off; it serves no webhooks and runs no
 	// leader election unless asked.
-	cmd := exec.Command(dir+"/servicecontroller", "--kubeconfig="+kubeconfig, "--metrics-addr=0")
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("servicecontroller log:\n%s", out.String())
-		}
-	})
+	out, _ := startProcess(t, "servicecontroller", dir+"/servicecontroller", "--kubeconfig="+kubeconfig, "--metrics-addr=0")
 	return out
 }
 

@@ -24,31 +24,6 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 
-// policyCorefile is the kube-system Corefile with a fallback scope that
-// keeps namespace "internal" local, and metrics; plain leaves multicluster
-// out.
-func policyCorefile(kubeconfig string, metricsPort int, plain bool) string {
-	multicluster := `
-    multicluster clusterset.local in-addr.arpa ip6.arpa {
-        kubeconfig ` + kubeconfig + `
-        fallback cluster.local
-        fallback_scope !internal/*
-    }`
-	if plain {
-		multicluster = ""
-	}
-	return `.:{{.Port}} {
-    ready 127.0.0.1:{{.ReadyPort}}
-    prometheus 127.0.0.1:` + strconv.Itoa(metricsPort) + multicluster + `
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-        kubeconfig ` + kubeconfig + `
-        pods insecure
-        fallthrough in-addr.arpa ip6.arpa
-    }
-}
-`
-}
-
 // TestTrafficPolicy: the local cluster's id from a ClusterProperty created
 // after start-up, spec.trafficDistribution edited on the import, failover of
 // one import without the failover option, and a fallback scope, each seen
@@ -71,9 +46,9 @@ func TestTrafficPolicy(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 	metricsPort := harness.FreePort(t)
-	s := resilientServer{server: startServer(t, policyCorefile(c.cp.Kubeconfig, metricsPort, false), true),
+	s := resilientServer{server: startServer(t, resilienceCorefile(c.cp.Kubeconfig, metricsPort, false, "fallback_scope !internal/*"), true),
 		metrics: "http://127.0.0.1:" + strconv.Itoa(metricsPort) + "/metrics"}
-	without := startServer(t, policyCorefile(c.cp.Kubeconfig, harness.FreePort(t), true), true)
+	without := startServer(t, resilienceCorefile(c.cp.Kubeconfig, harness.FreePort(t), true), true)
 
 	ns := c.namespace(t, "policy")
 	n := names{t: t, s: s.server, ns: ns}

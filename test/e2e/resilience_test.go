@@ -95,13 +95,14 @@ func (c *ownCluster) grant(t *testing.T, name, user string, rules ...rbacv1.Poli
 }
 
 // resilienceCorefile is the kube-system Corefile with metrics, reading the
-// API server of kubeconfig; without multicluster when plain is set.
-func resilienceCorefile(kubeconfig string, metricsPort int, plain bool) string {
-	multicluster := `
+// API server of kubeconfig, with options added to the multicluster block;
+// without multicluster when plain is set.
+func resilienceCorefile(kubeconfig string, metricsPort int, plain bool, options ...string) string {
+	multicluster := withOptions(`
     multicluster clusterset.local in-addr.arpa ip6.arpa {
-        kubeconfig ` + kubeconfig + `
+        kubeconfig `+kubeconfig+`
         fallback cluster.local
-    }`
+    }`, options...)
 	if plain {
 		multicluster = ""
 	}

@@ -38,21 +38,9 @@ func startServer(t *testing.T, corefile string, waitReady bool) *server {
 	if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", port), ready: fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort), log: &harness.Output{}}
-	cmd := exec.Command(binary, "-conf", path)
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-		if t.Failed() {
-			t.Logf("coredns log:\n%s", s.log.String())
-		}
-	})
+	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", port), ready: fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort)}
+	var exited <-chan struct{}
+	s.log, exited = startProcess(t, "coredns", binary, "-conf", path)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		select {
@@ -68,6 +56,29 @@ func startServer(t *testing.T, corefile string, waitReady bool) *server {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// startProcess runs the program bin with args until the test ends, when it
+// is killed; its output is collected, and logged if the test failed. exited
+// is closed when it ends.
+func startProcess(t *testing.T, name, bin string, args ...string) (out *harness.Output, exited <-chan struct{}) {
+	t.Helper()
+	out = &harness.Output{}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+		if t.Failed() {
+			t.Logf("%s log:\n%s", name, out.String())
+		}
+	})
+	return out, done
 }
 
 func (s *server) isReady() bool {

@@ -15,22 +15,7 @@ import (
 
 // corefileTransfer is the kube-system Corefile with the transfer plugin
 // serving the clusterset zone.
-const corefileTransfer = `.:{{.Port}} {
-    ready 127.0.0.1:{{.ReadyPort}}
-    transfer clusterset.local {
-        to *
-    }
-    multicluster clusterset.local in-addr.arpa ip6.arpa {
-        kubeconfig {{.Kubeconfig}}
-        fallback cluster.local
-    }
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-        kubeconfig {{.Kubeconfig}}
-        pods insecure
-        fallthrough in-addr.arpa ip6.arpa
-    }
-}
-`
+var corefileTransfer = strings.Replace(corefileWith, "    multicluster ", "    transfer clusterset.local {\n        to *\n    }\n    multicluster ", 1)
 
 // TestZoneTransfer: `dig AXFR clusterset.local` lists every name the zone
 // answers, each with what a query for it answers, between two SOAs; a

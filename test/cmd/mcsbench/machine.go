@@ -19,12 +19,13 @@ type machine struct {
 	kernel    string
 	goVersion string
 	coredns   string
+	stock     string // empty without -stock
 	apiserver string
 	etcd      string
 	dnsperf   string
 }
 
-func readMachine(coredns string) machine {
+func readMachine(coredns, stock string) machine {
 	m := machine{nproc: runtime.NumCPU()}
 	if out, err := exec.Command("nproc").Output(); err == nil {
 		m.nproc, _ = strconv.Atoi(strings.TrimSpace(string(out)))
@@ -39,6 +40,9 @@ func readMachine(coredns string) machine {
 	}
 	m.goVersion = firstLine("go", "version")
 	m.coredns = strings.ReplaceAll(firstLine(coredns, "-version"), "\n", " ")
+	if stock != "" {
+		m.stock = firstLine(stock, "-version")
+	}
 	// dnsperf prints its version last in its help text.
 	if out, _ := exec.Command("dnsperf", "-h").CombinedOutput(); len(out) > 0 {
 		lines := strings.Split(strings.TrimSpace(string(out)), "\n")

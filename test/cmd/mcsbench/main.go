@@ -12,6 +12,10 @@
 //     rounds;
 //   - clusterset.local answers of multicluster against cluster.local answers
 //     of kubernetes, on the same server;
+//   - clusterset.local answers of multicluster against those of its peers:
+//     stock CoreDNS 1.15 with the kubernetes plugin's multicluster option
+//     (-stock, the binary `make bench` builds from CoreDNS's own main
+//     package), and the floor, a template plugin answering the same names;
 //   - memory with 0, -mid and -big Services and ServiceImports, with and
 //     without the plugin;
 //   - the delay from an API write to the changed DNS answer;
@@ -37,6 +41,7 @@ import (
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/miekg/dns"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
@@ -44,6 +49,7 @@ import (
 
 type config struct {
 	coredns     string
+	stock       string
 	out         string
 	n           int
 	mid, big    int
@@ -70,6 +76,7 @@ func main() {
 func run() error {
 	var c config
 	flag.StringVar(&c.coredns, "coredns", "build/coredns", "the coredns `binary` to measure")
+	flag.StringVar(&c.stock, "stock", "build/coredns-stock", "stock CoreDNS 1.15 (`binary`), whose kubernetes plugin answers clusterset.local with its multicluster option; empty leaves that comparison out")
 	flag.StringVar(&c.out, "out", "BENCHMARKS.md", "write the report to `FILE` (a failed run writes FILE.failed instead)")
 	flag.IntVar(&c.n, "n", 1000, "Services and ServiceImports for the throughput and propagation measurements")
 	flag.IntVar(&c.big, "big", 50000, "Services and ServiceImports for the largest memory and the start-up measurement")
@@ -99,6 +106,14 @@ func run() error {
 	if c.coredns, err = filepath.Abs(c.coredns); err != nil {
 		return err
 	}
+	if c.stock != "" {
+		if c.stock, err = filepath.Abs(c.stock); err != nil {
+			return err
+		}
+		if _, err := os.Stat(c.stock); err != nil {
+			return fmt.Errorf("stock coredns: %w (make bench builds it: go build -o build/coredns-stock github.com/coredns/coredns; -stock= leaves it out)", err)
+		}
+	}
 	for _, tool := range []string{"dnsperf", "taskset"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s is needed (apt-get install -y dnsperf util-linux): %w", tool, err)
@@ -118,7 +133,7 @@ func run() error {
 	// report's command line.
 	flag.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "coredns", "out", "n", "big", "mid":
+		case "coredns", "stock", "out", "n", "big", "mid":
 		default:
 			b.res.extraFlags = append(b.res.extraFlags, "-"+f.Name+"="+f.Value.String())
 		}
@@ -159,7 +174,7 @@ func (b *bench) run(ctx context.Context) error {
 	}
 	defer os.RemoveAll(b.dir)
 	b.loads = startLoadSampler(5 * time.Second)
-	b.res.machine = readMachine(b.cfg.coredns)
+	b.res.machine = readMachine(b.cfg.coredns, b.cfg.stock)
 
 	// The measurements against the API server come first, in order of
 	// importance, so that an interrupted run still reports the main ones;
@@ -320,9 +335,33 @@ func (b *bench) throughput(ctx context.Context) error {
 	}
 	defer with.stop()
 
-	// Both servers must see every object and answer alike before anything
+	// The peers of the clusterset.local answers (server.go).
+	status("starting the peers: a template plugin, and stock CoreDNS with the kubernetes plugin's multicluster option")
+	floor, err := start("template", corefileTemplate)
+	if err != nil {
+		return err
+	}
+	defer floor.stop()
+	peers := []*server{floor}
+	var upstream *server
+	if b.cfg.stock != "" {
+		upstream, err = startServer(ctx, serverOptions{
+			binary: b.cfg.stock, dir: b.dir, name: "stock", corefile: corefileUpstream,
+			kubeconfig: b.cp.Kubeconfig, cpus: serverCPU, readyTimeout: 2 * time.Minute,
+		})
+		if err != nil {
+			return err
+		}
+		defer upstream.stop()
+		peers = append(peers, upstream)
+	}
+
+	// Every server must see every object and answer alike before anything
 	// is measured.
 	if err := b.checkAnswers(ctx, without, with, local, clusterset, fallback, shadow); err != nil {
+		return err
+	}
+	if err := checkSameAnswers(ctx, with, peers, clusterset); err != nil {
 		return err
 	}
 
@@ -345,12 +384,27 @@ func (b *bench) throughput(ctx context.Context) error {
 			b:      target{"clusterset.local, multicluster", with, q("clusterset")},
 			target: 1.0,
 		},
-		{
+	}
+	if upstream != nil {
+		comparisons = append(comparisons, &comparison{
+			title:  "clusterset.local A: multicluster vs the kubernetes plugin's multicluster option (stock CoreDNS)",
+			a:      target{"kubernetes multicluster option", upstream, q("clusterset")},
+			b:      target{"multicluster", with, q("clusterset")},
+			target: 1.3,
+		})
+	}
+	comparisons = append(comparisons,
+		&comparison{
+			title:  "clusterset.local A: multicluster vs a template plugin (the floor)",
+			a:      target{"template", floor, q("clusterset")},
+			b:      target{"multicluster", with, q("clusterset")},
+			target: 0.9,
+		},
+		&comparison{
 			title: "cluster.local A of imports without a local Service (multicluster fallback) vs cluster.local A (kubernetes), same server",
 			a:     target{"cluster.local, kubernetes", with, q("local")},
 			b:     target{"cluster.local fallback, multicluster", with, q("fallback")},
-		},
-	}
+		})
 	for _, c := range comparisons {
 		b.phase(c.title)
 		status("%s: %d rounds of %s each side", c.title, b.cfg.rounds, b.cfg.round)
@@ -361,16 +415,22 @@ func (b *bench) throughput(ctx context.Context) error {
 	}
 
 	if b.cfg.profile {
-		for _, p := range []struct {
+		type profiled struct {
 			title string
 			s     *server
 			file  string
-		}{
+		}
+		profiles := []profiled{
 			{"without multicluster, cluster.local A of local Services", without, "local"},
 			{"with multicluster, cluster.local A of local Services", with, "local"},
 			{"with multicluster, cluster.local A of local Services that also have an import", with, "shadow"},
 			{"with multicluster, clusterset.local A", with, "clusterset"},
-		} {
+			{"template plugin (the floor), clusterset.local A", floor, "clusterset"},
+		}
+		if upstream != nil {
+			profiles = append(profiles, profiled{"stock CoreDNS, kubernetes multicluster option, clusterset.local A", upstream, "clusterset"})
+		}
+		for _, p := range profiles {
 			b.phase("CPU profile " + p.title)
 			status("CPU profile, %s", p.title)
 			top, err := b.cpuProfile(ctx, g, p.s, q(p.file), p.title)
@@ -388,11 +448,10 @@ func (b *bench) throughput(ctx context.Context) error {
 		return err
 	}
 
-	if err := without.stop(); err != nil {
-		return err
-	}
-	if err := with.stop(); err != nil {
-		return err
+	for _, s := range append([]*server{without, with}, peers...) {
+		if err := s.stop(); err != nil {
+			return err
+		}
 	}
 	b.phase("delete the throughput objects")
 	status("deleting the throughput objects")
@@ -452,6 +511,44 @@ func (b *bench) checkAnswers(ctx context.Context, without, with *server, local, 
 	return nil
 }
 
+// checkSameAnswers queries a sample of names: every peer must give the
+// answer ours gives (rcode, AA bit, answer records with their TTLs).
+func checkSameAnswers(ctx context.Context, ours *server, peers []*server, names []string) error {
+	do, err := newDNSClient(ours.addr)
+	if err != nil {
+		return err
+	}
+	defer do.close()
+	for _, peer := range peers {
+		dp, err := newDNSClient(peer.addr)
+		if err != nil {
+			return err
+		}
+		defer dp.close()
+		step := max(1, len(names)/50)
+		for i := 0; i < len(names); i += step {
+			name := names[i]
+			if err := eventually(ctx, func() error {
+				a, err := do.exchangeA(name)
+				if err != nil {
+					return err
+				}
+				p, err := dp.exchangeA(name)
+				if err != nil {
+					return err
+				}
+				if a.Rcode != dns.RcodeSuccess || len(a.Answer) != 1 || answerOf(a) != answerOf(p) {
+					return fmt.Errorf("%s: %s answers %q, %s answers %q", name, ours.name, answerOf(a), peer.name, answerOf(p))
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // eventually retries check for up to 30 seconds: the servers are ready once
 // their caches synced, but a just-created object may still be on its way.
 func eventually(ctx context.Context, check func() error) error {
@@ -496,7 +593,7 @@ func (b *bench) cpuProfile(ctx context.Context, g loadgen, s *server, queries, t
 	if perr != nil {
 		return "", fmt.Errorf("profile of %s: %w", title, perr)
 	}
-	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=25", b.cfg.coredns, path).CombinedOutput()
+	out, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=25", s.binary, path).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go tool pprof: %v:\n%s", err, out)
 	}
@@ -504,7 +601,7 @@ func (b *bench) cpuProfile(ctx context.Context, g loadgen, s *server, queries, t
 	// Cumulative shares of a few functions that tell where a toll goes:
 	// the plugins themselves, and goroutine stack growth, which a deeper
 	// plugin chain can cause in a server that starts a goroutine per query.
-	out, err = exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=400", b.cfg.coredns, path).CombinedOutput()
+	out, err = exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-cum", "-nodecount=400", s.binary, path).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go tool pprof: %v:\n%s", err, out)
 	}
@@ -520,7 +617,7 @@ func (b *bench) cpuProfile(ctx context.Context, g loadgen, s *server, queries, t
 	}
 	// Where the stack copies happen: the function whose call needed more
 	// stack, with its share of the time spent growing stacks.
-	out, err = exec.CommandContext(ctx, "go", "tool", "pprof", "-peek", `^runtime\.newstack$`, b.cfg.coredns, path).CombinedOutput()
+	out, err = exec.CommandContext(ctx, "go", "tool", "pprof", "-peek", `^runtime\.newstack$`, s.binary, path).CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("go tool pprof: %v:\n%s", err, out)
 	}
@@ -559,6 +656,7 @@ var cumFunctions = []string{
 	"github.com/coredns/coredns/core/dnsserver.(*Server).ServeDNS",
 	"github.com/coredns-mcs/coredns-mcs/plugin/multicluster.(*Multicluster).ServeDNS",
 	"github.com/coredns/coredns/plugin/kubernetes.Kubernetes.ServeDNS",
+	"github.com/coredns/coredns/plugin/template.Handler.ServeDNS",
 	"runtime.newstack",
 	"runtime.copystack",
 	"runtime.gcBgMarkWorker",

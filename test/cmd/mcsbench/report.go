@@ -109,7 +109,11 @@ func (r *results) markdown() string {
 	p("## Machine\n\n| | |\n|---|---|\n")
 	m := r.machine
 	p("| CPUs (`nproc`) | %d |\n| CPU model | %s |\n| memory | %s |\n| kernel | %s |\n| Go | %s |\n", m.nproc, m.model, m.memory, m.kernel, m.goVersion)
-	p("| coredns | %s |\n| kube-apiserver | %s |\n| etcd | %s |\n| dnsperf | %s |\n", m.coredns, m.apiserver, m.etcd, m.dnsperf)
+	p("| coredns | %s |\n", m.coredns)
+	if m.stock != "" {
+		p("| stock CoreDNS (the peer with the kubernetes plugin's multicluster option) | %s |\n", m.stock)
+	}
+	p("| kube-apiserver | %s |\n| etcd | %s |\n| dnsperf | %s |\n", m.apiserver, m.etcd, m.dnsperf)
 	if len(r.loads) > 0 {
 		p("| 1-minute load average | %.2f at the start; during the run min %.2f, median %.2f, max %.2f (sampled every 5 s) |\n",
 			r.loads[0], slices.Min(r.loads), median(r.loads), slices.Max(r.loads))
@@ -124,7 +128,7 @@ func (r *results) markdown() string {
 	p("\n")
 	p("# which runs\n%s\n", strings.Join(quoteArgs(r.args), " "))
 	p("```\n\n")
-	p("`make bench` builds `build/coredns` and `build/mcsbench`, and uses the kube-apiserver and etcd of `test/testbin/build.sh`. ")
+	p("`make bench` builds `build/coredns`, `build/coredns-stock` (stock CoreDNS, see Throughput) and `build/mcsbench`, and uses the kube-apiserver and etcd of `test/testbin/build.sh`. ")
 	p("It needs `dnsperf` (`apt-get install -y dnsperf`) and `taskset`. Further flags go in `BENCH_FLAGS` (`build/mcsbench -h` lists them); ")
 	p("`make bench N=100 BENCH_BIG=2000 BENCH_FLAGS='-rounds 2 -writes 30 -gobench=false'` is a quick check of the harness.\n\n")
 
@@ -197,9 +201,9 @@ func (r *results) writeThroughput(p func(string, ...any)) {
 	p("## Throughput\n\n")
 	p("%d Services in `%s` (no imports), %d ClusterSetIP ServiceImports in `%s` (no Services), and %d Services with an import of the same name each in `%s`. ",
 		c.n, nsLocal, c.n, nsImports, c.n, nsShadow)
-	p("Two servers of the same `build/coredns` run side by side, one with each Corefile below")
+	p("Two servers of the same `build/coredns` run side by side, one with each Corefile below, with the peers described after them")
 	if c.pin {
-		p(", both pinned to CPU 0 with `taskset -c 0` (so GOMAXPROCS is 1); dnsperf runs on CPU 1 (`taskset -c 1`)")
+		p(", all pinned to CPU 0 with `taskset -c 0` (so GOMAXPROCS is 1); dnsperf runs on CPU 1 (`taskset -c 1`)")
 	}
 	p(". Each query file holds an A query for every name of a set, in a fixed shuffled order; dnsperf goes round it ")
 	p("(`dnsperf -s 127.0.0.1 -p PORT -d FILE -l %d -t 2`, 1 client, up to 100 queries outstanding), and every answer must be NOERROR. ", int(c.round.Seconds()))
@@ -209,6 +213,16 @@ func (r *results) writeThroughput(p func(string, ...any)) {
 	p("on a shared machine QPS also measures how much CPU the server was given, CPU per query much less so.\n\n")
 	p("The Corefiles (`{{.Port}}`, `{{.ReadyPort}}` and `{{.PprofPort}}` are free loopback ports picked at run time, `{{.Kubeconfig}}` the control plane's admin kubeconfig; ")
 	p("*pprof* is not in the query path and serves the forced GCs and CPU profiles below). Without multicluster:\n\n```\n%s```\n\nWith multicluster:\n\n```\n%s```\n\n", corefileWithout, corefileWith)
+	p("The clusterset.local answers are also measured against peers, on the same API server and query file; ")
+	p("before any round, a sample of 50 names must get the same answer (rcode, AA bit, answer records with their TTLs) from each peer as from the server with multicluster.\n\n")
+	if c.stock != "" {
+		p("Stock CoreDNS answering clusterset.local with its kubernetes plugin's `multicluster` option (which reads ServiceImports of `multicluster.x-k8s.io/v1alpha1`, the same objects the API server also serves as v1beta1). ")
+		p("The binary is CoreDNS v1.15.0's own main package (`github.com/coredns/coredns`, its own plugin.cfg), built by `make bench` from this module's graph with the flags of `make build` ")
+		p("(`CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o build/coredns-stock github.com/coredns/coredns`), with the dependency versions this module selects ")
+		p("(those CoreDNS v1.15.0 requires, or newer where this module requires newer). Its Corefile:\n\n```\n%s```\n\n", corefileUpstream)
+	}
+	p("The floor: the server without multicluster plus a stock *template* plugin answering each import's name with that import's address, computed from the number in its name (`var`, in CoreDNS's expression language). ")
+	p("It reads nothing from the API server: per query it matches a regular expression, evaluates the variables, and parses the record from its text:\n\n```\n%s```\n\n", corefileTemplate)
 	for _, cmp := range r.comparisons {
 		p("### %s\n\n", cmp.title)
 		p("| round | A: %s, QPS | B: %s, QPS | QPS B/A | A: CPU µs/query | B: CPU µs/query |\n|---|---|---|---|---|---|\n", cmp.a.label, cmp.b.label)

@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"text/template"
 	"time"
 
 	"github.com/miekg/dns"
@@ -56,9 +55,55 @@ const (
 `
 )
 
+// The peers of the clusterset.local answers, on the same API server and
+// queries:
+//
+//   - stock CoreDNS 1.15 (its own main package, built from this module's
+//     graph), whose kubernetes plugin answers the clusterset zone itself
+//     with its multicluster option (plugin/kubernetes in CoreDNS v1.15.0:
+//     ServiceImports of multicluster.x-k8s.io/v1alpha1, A records from
+//     spec.ips);
+//   - the floor: the server without multicluster, with a template plugin
+//     that answers each import's name with the address the benchmark gives
+//     that import (importIP), computed from the number in the name. It reads
+//     nothing from the API, so its cost per query is what any plugin that
+//     builds such an answer costs at least.
+const (
+	corefileUpstream = `.:{{.Port}} {
+    ready 127.0.0.1:{{.ReadyPort}}
+    pprof 127.0.0.1:{{.PprofPort}}
+    kubernetes cluster.local clusterset.local in-addr.arpa ip6.arpa {
+        kubeconfig {{.Kubeconfig}}
+        pods insecure
+        multicluster clusterset.local
+        fallthrough in-addr.arpa ip6.arpa
+    }
+}
+`
+	corefileTemplate = `.:{{.Port}} {
+    ready 127.0.0.1:{{.ReadyPort}}
+    pprof 127.0.0.1:{{.PprofPort}}
+    template IN A clusterset.local {
+        match ^imp-([0-9]+)\.bench-imports\.svc\.clusterset\.local\.$
+        var i int(group(1))
+        var a 128 + int(i / 65536) % 128
+        var b int(i / 256) % 256
+        var c i % 256
+        answer "{{ .Name }} 5 IN A 10.{{ .Var.a }}.{{ .Var.b }}.{{ .Var.c }}"
+    }
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig {{.Kubeconfig}}
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+}
+`
+)
+
 // server is one running coredns.
 type server struct {
 	name     string
+	binary   string
 	proc     *child
 	addr     string // DNS, UDP and TCP
 	readyURL string
@@ -86,15 +131,12 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	var corefile bytes.Buffer
-	err = template.Must(template.New("corefile").Parse(o.corefile)).Execute(&corefile, map[string]any{
-		"Port": ports[0], "ReadyPort": ports[1], "PprofPort": ports[2], "Kubeconfig": o.kubeconfig,
-	})
-	if err != nil {
-		return nil, err
-	}
+	// Plain replacement, not text/template: the template plugin's own
+	// templates are Go templates too.
+	corefile := strings.NewReplacer("{{.Port}}", strconv.Itoa(ports[0]), "{{.ReadyPort}}", strconv.Itoa(ports[1]),
+		"{{.PprofPort}}", strconv.Itoa(ports[2]), "{{.Kubeconfig}}", o.kubeconfig).Replace(o.corefile)
 	confPath := filepath.Join(o.dir, o.name+".Corefile")
-	if err := os.WriteFile(confPath, corefile.Bytes(), 0o600); err != nil {
+	if err := os.WriteFile(confPath, []byte(corefile), 0o600); err != nil {
 		return nil, err
 	}
 	logPath := filepath.Join(o.dir, o.name+".log")
@@ -116,6 +158,7 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 	}
 	s := &server{
 		name:     o.name,
+		binary:   o.binary,
 		proc:     p,
 		addr:     "127.0.0.1:" + strconv.Itoa(ports[0]),
 		readyURL: "http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/ready",
@@ -324,9 +367,7 @@ func (c *dnsClient) close() { c.conn.Close() }
 
 // a returns the rcode and the A records of name.
 func (c *dnsClient) a(name string) (int, []string, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(name), dns.TypeA)
-	r, _, err := c.client.ExchangeWithConn(m, c.conn)
+	r, err := c.exchangeA(name)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -337,6 +378,25 @@ func (c *dnsClient) a(name string) (int, []string, error) {
 		}
 	}
 	return r.Rcode, ips, nil
+}
+
+func (c *dnsClient) exchangeA(name string) (*dns.Msg, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), dns.TypeA)
+	r, _, err := c.client.ExchangeWithConn(m, c.conn)
+	return r, err
+}
+
+// answerOf describes a reply by what a client uses of it: the rcode, the
+// AA bit and the answer records in presentation form.
+func answerOf(r *dns.Msg) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s aa=%v", dns.RcodeToString[r.Rcode], r.Authoritative)
+	for _, rr := range r.Answer {
+		b.WriteString("; ")
+		b.WriteString(strings.Join(strings.Fields(rr.String()), " "))
+	}
+	return b.String()
 }
 
 // freePorts returns n distinct ports on 127.0.0.1 that were free, for both
