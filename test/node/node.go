@@ -236,8 +236,10 @@ func logDir() string { return filepath.Join(baseDir, "logs") }
 func (n *Node) startDaemon(name, path string, args ...string) (*process.Process, error) {
 	holder := n.daemons[0].p
 	p, err := process.Start(process.Spec{
-		Name:    name,
-		Path:    nsenterPath,
+		Name: name,
+		// util-linux's nsenter joins the mount namespace (a Go program
+		// cannot: setns of a mount namespace needs a single thread).
+		Path:    "nsenter",
 		Args:    append([]string{fmt.Sprintf("--mount=/proc/%d/ns/mnt", holder.Pid), "--", path}, args...),
 		LogPath: filepath.Join(logDir(), name+".log"),
 		NetNS:   n.NetNS,

@@ -22,10 +22,6 @@ var kubeBinaries = []string{"kube-apiserver", "etcd", "kube-controller-manager",
 // plugins.
 const cniPluginDir = "/usr/lib/cni"
 
-// nsenterPath is util-linux's nsenter, which starts the node's daemons in
-// its mount namespace.
-var nsenterPath = "nsenter"
-
 // commands the node runs, and the Debian package of each.
 var commands = []struct{ name, pkg string }{
 	{"containerd", "containerd"},
@@ -54,14 +50,9 @@ func CheckPrerequisites() error {
 	}
 	pkgs := map[string]bool{}
 	for _, c := range commands {
-		path, err := exec.LookPath(c.name)
-		if err != nil {
+		if _, err := exec.LookPath(c.name); err != nil {
 			missing = append(missing, c.name)
 			pkgs[c.pkg] = true
-			continue
-		}
-		if c.name == "nsenter" {
-			nsenterPath = path
 		}
 	}
 	for _, plugin := range []string{"bridge", "host-local", "loopback"} {

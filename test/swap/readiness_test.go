@@ -20,10 +20,15 @@ import (
 
 // readyCheck is what a CoreDNS pod answered, asked directly the moment its
 // endpoint turned ready in the kube-dns EndpointSlice: the moment
-// kube-proxy starts sending it queries.
+// kube-proxy starts sending it queries. A pod that did not answer is asked
+// again every 100 ms, to measure how long it was ready without serving.
 type readyCheck struct {
 	pod, addr string
 	udp, tcp  error
+	// servedAfter is how long after the endpoint turned ready both UDP
+	// and TCP answered (zero when they did at once; negative: never, within
+	// 20 s).
+	servedAfter time.Duration
 }
 
 func (c readyCheck) String() string {
@@ -33,7 +38,14 @@ func (c readyCheck) String() string {
 		}
 		return err.Error()
 	}
-	return fmt.Sprintf("%s (%s): UDP %s, TCP %s", c.pod, c.addr, status(c.udp), status(c.tcp))
+	s := fmt.Sprintf("%s (%s): UDP %s, TCP %s", c.pod, c.addr, status(c.udp), status(c.tcp))
+	switch {
+	case c.servedAfter > 0:
+		s += fmt.Sprintf("; both answered %s later", c.servedAfter.Round(time.Millisecond))
+	case c.servedAfter < 0:
+		s += "; still not answering 20s later"
+	}
+	return s
 }
 
 // readinessWatch asks each CoreDNS pod that becomes ready during a
@@ -42,6 +54,7 @@ func (c readyCheck) String() string {
 type readinessWatch struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	asks   sync.WaitGroup
 	mu     sync.Mutex
 	checks []readyCheck
 	err    error
@@ -85,14 +98,37 @@ func (s *scenario) watchReadiness() *readinessWatch {
 					return
 				}
 				seen[pod] = true
-				c := readyCheck{pod: pod, addr: addr, udp: s.askPod(ctx, "udp", addr), tcp: s.askPod(ctx, "tcp", addr)}
-				w.mu.Lock()
-				w.checks = append(w.checks, c)
-				w.mu.Unlock()
+				w.asks.Add(1)
+				go func() {
+					defer w.asks.Done()
+					c := s.checkReadyPod(pod, addr)
+					w.mu.Lock()
+					w.checks = append(w.checks, c)
+					w.mu.Unlock()
+				}()
 			})
 		}
 	}()
 	return w
+}
+
+// checkReadyPod asks a pod that just turned ready, over UDP and TCP, and
+// again every 100 ms until both answer (at most 20 s).
+func (s *scenario) checkReadyPod(pod, addr string) readyCheck {
+	ready := time.Now()
+	c := readyCheck{pod: pod, addr: addr, udp: s.askPod(s.ctx, "udp", addr), tcp: s.askPod(s.ctx, "tcp", addr)}
+	if c.udp == nil && c.tcp == nil {
+		return c
+	}
+	for time.Since(ready) < 20*time.Second {
+		time.Sleep(100 * time.Millisecond)
+		if s.askPod(s.ctx, "udp", addr) == nil && s.askPod(s.ctx, "tcp", addr) == nil {
+			c.servedAfter = time.Since(ready)
+			return c
+		}
+	}
+	c.servedAfter = -1
+	return c
 }
 
 // readyEndpoints calls f for each ready endpoint of slices, by pod name.
@@ -128,10 +164,23 @@ func (s *scenario) askPod(ctx context.Context, network, addr string) error {
 	return nil
 }
 
-// stop ends the watch and returns what the pods answered.
-func (w *readinessWatch) stop() ([]readyCheck, error) {
+// stop waits until want pods have been checked (at most 15 s: their
+// endpoints may turn ready in the slice a moment after rollout status
+// returns), ends the watch and returns what the pods answered.
+func (w *readinessWatch) stop(want int) ([]readyCheck, error) {
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		w.mu.Lock()
+		n := len(w.checks)
+		w.mu.Unlock()
+		if n >= want {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	w.cancel()
 	<-w.done
+	w.asks.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.checks, w.err
@@ -146,10 +195,11 @@ func describeChecks(checks []readyCheck) string {
 }
 
 // checkReadiness stops w and fails the test unless every pod that became
-// ready in the rollout answered over UDP and TCP at that moment.
+// ready in the rollout answered over UDP and TCP at that moment; for a pod
+// that did not, it logs the pod's state and log.
 func (s *scenario) checkReadiness(phase string, w *readinessWatch) {
 	s.t.Helper()
-	checks, err := w.stop()
+	checks, err := w.stop(2)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -158,8 +208,15 @@ func (s *scenario) checkReadiness(phase string, w *readinessWatch) {
 		s.t.Errorf("%s: saw %d CoreDNS pods become ready, want 2", phase, len(checks))
 	}
 	for _, c := range checks {
-		if c.udp != nil || c.tcp != nil {
-			s.t.Errorf("%s: ready before it served: %s", phase, c)
+		if c.udp == nil && c.tcp == nil {
+			continue
 		}
+		s.t.Errorf("%s: ready before it served: %s", phase, c)
+		pod, err := s.n.Client.CoreV1().Pods("kube-system").Get(s.ctx, c.pod, metav1.GetOptions{})
+		if err == nil {
+			s.t.Logf("%s: conditions %+v; container statuses %+v", c.pod, pod.Status.Conditions, pod.Status.ContainerStatuses)
+		}
+		logs, _ := s.n.Kubectl(s.ctx, s.work, "-n", "kube-system", "logs", "--timestamps", c.pod)
+		s.t.Logf("%s log:\n%s", c.pod, logs)
 	}
 }
