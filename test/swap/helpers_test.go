@@ -349,31 +349,54 @@ type lookup struct {
 	name, proto, status, a string
 }
 
-// lookupScript looks up the local name over UDP and over TCP, and the
-// clusterset name over UDP, in three loops that each sleep 100 ms between
-// lookups, forever. dig gives each query one try of at most 2 s. Each line
-// is one write, short enough not to interleave with the other loops'.
-const lookupScript = `q() {
+// lookupClient is one loop of the lookups pod.
+type lookupClient struct {
+	name string
+	// args are dig's transport arguments; label is how the pod prints
+	// them (no spaces).
+	args, label string
+	what        string
+	// fixedPort: every query leaves from the same UDP source port, as
+	// from a resolver that keeps its socket (NodeLocal DNSCache, for one).
+	fixedPort bool
+}
+
+var lookupClients = []lookupClient{
+	{name: localName, args: "+notcp", label: "+notcp", what: "over UDP"},
+	{name: localName, args: "+tcp", label: "+tcp", what: "over TCP"},
+	{name: clustersetName, args: "+notcp", label: "+notcp", what: "over UDP"},
+	{name: localName, args: "+notcp -b 0.0.0.0#5353", label: "+notcp_-b_0.0.0.0#5353", what: "over UDP from one source port", fixedPort: true},
+}
+
+// lookupScript runs one loop per lookupClient, each looking its name up
+// with dig and sleeping 100 ms between lookups, forever. dig gives each
+// query one try of at most 2 s. Each line is one write, short enough not
+// to interleave with the other loops'.
+func lookupScript() string {
+	var b strings.Builder
+	b.WriteString(`q() {
   out=$(dig $1 +tries=1 +timeout=2 +noall +comments +answer "$2" A 2>&1)
   st=$(echo "$out" | sed -n 's/.*status: \([A-Z]*\),.*/\1/p')
   ip=$(echo "$out" | awk '$4 == "A" { print $5; exit }')
-  echo "$(cut -d' ' -f1 /proc/uptime) $2 $1 ${st:-NOANSWER} ${ip:--}"
+  echo "$(cut -d' ' -f1 /proc/uptime) $2 $(echo $1 | tr ' ' _) ${st:-NOANSWER} ${ip:--}"
 }
 loop() {
   while :; do q "$1" "$2"; sleep 0.1; done
 }
-loop +notcp ` + localName + ` &
-loop +tcp ` + localName + ` &
-loop +notcp ` + clustersetName + ` &
-wait
-`
+`)
+	for _, c := range lookupClients {
+		fmt.Fprintf(&b, "loop %q %s &\n", c.args, c.name)
+	}
+	b.WriteString("wait\n")
+	return b.String()
+}
 
 // startLookups starts the looker-up pod and waits for its first lines.
 func (s *scenario) startLookups() *lookups {
 	s.t.Helper()
 	l := &lookups{s: s, pod: "lookups"}
 	s.kubectl("run", l.pod, "--restart=Never", "--image="+node.DNSUtilsImage, "--image-pull-policy=Never",
-		"--command", "--", "sh", "-c", lookupScript)
+		"--command", "--", "sh", "-c", lookupScript())
 	deadline := time.Now().Add(time.Minute)
 	for {
 		if lines := l.read(); len(lines) >= 9 {
@@ -417,13 +440,14 @@ func (l *lookups) stop() lookupResults {
 
 type lookupResults []lookup
 
-// count returns how many lookups of name over proto returned within
-// [start, end], and those that did not answer NOERROR with address want.
-func (r lookupResults) count(name, proto string, start, end float64, want string) (int, []lookup) {
+// count returns how many lookups of name by the client labelled label
+// returned within [start, end], and those that did not answer NOERROR with
+// address want.
+func (r lookupResults) count(name, label string, start, end float64, want string) (int, []lookup) {
 	total := 0
 	var failed []lookup
 	for _, l := range r {
-		if l.name != name || l.proto != proto || l.at < start || l.at > end {
+		if l.name != name || l.proto != label || l.at < start || l.at > end {
 			continue
 		}
 		total++

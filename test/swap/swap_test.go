@@ -160,20 +160,35 @@ func TestSwapCoreDNS(t *testing.T) {
 	for _, phase := range []struct {
 		name       string
 		start, end float64
+		// oldPodsShipped: the pods that shut down in this rollout are
+		// this repository's (the undo); in the swap they are kubeadm's.
+		oldPodsShipped bool
 	}{
-		{"swap", swapStart, swapEnd},
-		{"undo", undoStart, undoEnd},
+		{"swap", swapStart, swapEnd, false},
+		{"undo", undoStart, undoEnd, true},
 	} {
-		for _, c := range []struct{ name, proto string }{{localName, "+notcp"}, {localName, "+tcp"}, {clustersetName, "+notcp"}} {
-			total, failed := results.count(c.name, c.proto, phase.start, phase.end, want[c.name])
-			t.Logf("%s (%.1fs): %s over %s: %d lookups, %d failed%s", phase.name, phase.end-phase.start, c.name, protoName(c.proto),
+		for _, c := range lookupClients {
+			total, failed := results.count(c.name, c.label, phase.start, phase.end, want[c.name])
+			t.Logf("%s (%.1fs): %s %s: %d lookups, %d failed%s", phase.name, phase.end-phase.start, c.name, c.what,
 				total, len(failed), failureList(failed))
 			if total < 20 {
-				t.Errorf("%s: only %d lookups of %s over %s: the pod did not keep asking", phase.name, total, c.name, protoName(c.proto))
+				t.Errorf("%s: only %d lookups of %s %s: the pod did not keep asking", phase.name, total, c.name, c.what)
 			}
-			if c.name == localName && len(failed) > 0 {
-				t.Errorf("%s: %d of %d lookups of the local name %s over %s failed", phase.name, len(failed), total, c.name, protoName(c.proto))
+			if c.name != localName || len(failed) == 0 {
+				continue
 			}
+			// A client that keeps its UDP source port stays pinned by
+			// conntrack to the pod it first reached; when that pod exits
+			// before kube-proxy drops the entry, the client's queries go
+			// nowhere for a moment. The shipped probe timing prevents that
+			// for the pods of the shipped manifests (see
+			// manifests/coredns-image.yaml); kubeadm's pods, which the swap
+			// replaces, keep kubeadm's timing.
+			if c.fixedPort && !phase.oldPodsShipped {
+				t.Logf("%s: the pinned client lost %d queries when one of kubeadm's pods exited", phase.name, len(failed))
+				continue
+			}
+			t.Errorf("%s: %d of %d lookups of the local name %s %s failed", phase.name, len(failed), total, c.name, c.what)
 		}
 	}
 
