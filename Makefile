@@ -19,8 +19,10 @@ gen: ## regenerate coredns/zplugin.go and coredns/zdirectives.go from plugin.cfg
 
 # The third-party binaries the tests run, in sets (test/testbin/build.sh):
 # kube (kube-apiserver, etcd, the node components, kubectl), mcs (the mcs-api
-# reference controller).
-TESTBIN_SETS := kube mcs
+# reference controller), karmada (Karmada's control plane, for
+# test/karmadae2e; a separate compile of the Kubernetes libraries at Karmada's
+# own versions).
+TESTBIN_SETS := kube mcs karmada
 
 testbin: ## build (once) the third-party binaries of the tests; prints their directories
 	@bash test/testbin/build.sh $(TESTBIN_SETS)

@@ -96,6 +96,12 @@ type Options struct {
 	// AssetsDir holds the kube-apiserver and etcd binaries; empty means
 	// Assets().
 	AssetsDir string
+	// Aggregation configures kube-apiserver's aggregation layer, so that
+	// APIServices served by extension API servers (Karmada's aggregated
+	// apiserver, for one) work: kube-apiserver proxies to them with a client
+	// certificate for FrontProxyClient signed by the control plane's CA,
+	// and passes the requesting user on in the X-Remote-* headers.
+	Aggregation bool
 
 	// NetNS, when set, is the network namespace etcd and kube-apiserver run
 	// in (test/internal/netns), as a node's control plane does. Config
@@ -287,6 +293,11 @@ func (c *ControlPlane) writeCredentials() error {
 			return fmt.Errorf("write %s: %w", name, err)
 		}
 	}
+	if c.opts.Aggregation {
+		if err := c.writeFrontProxyCert(); err != nil {
+			return err
+		}
+	}
 	return writeServiceAccountKey(filepath.Join(c.Dir, "sa.key"), filepath.Join(c.Dir, "sa.pub"))
 }
 
@@ -444,6 +455,9 @@ func (c *ControlPlane) apiServerArgs() []string {
 		// loopback address, which Endpoints validation rejects; nothing
 		// in a test cluster needs them.
 		args = append(args, "--endpoint-reconciler-type=none")
+	}
+	if c.opts.Aggregation {
+		args = append(args, aggregationArgs(c.Dir, c.CAFile)...)
 	}
 	return append(args, c.opts.APIServerFlags...)
 }

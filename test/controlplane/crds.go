@@ -55,6 +55,20 @@ func (c *ControlPlane) InstallCRDs(ctx context.Context, versions ...string) erro
 	if err != nil {
 		return err
 	}
+	for _, crd := range crds {
+		if len(versions) > 0 {
+			if err := restrictVersions(crd, versions); err != nil {
+				return err
+			}
+		}
+	}
+	return c.ApplyCRDs(ctx, crds...)
+}
+
+// ApplyCRDs installs (or updates) crds with server-side apply and waits until
+// the API server serves every version of each that is served, and until
+// creating their objects no longer stalls.
+func (c *ControlPlane) ApplyCRDs(ctx context.Context, crds ...*unstructured.Unstructured) error {
 	dyn, err := dynamic.NewForConfig(c.Config)
 	if err != nil {
 		return fmt.Errorf("create dynamic client: %w", err)
@@ -65,11 +79,6 @@ func (c *ControlPlane) InstallCRDs(ctx context.Context, versions ...string) erro
 	}
 	force := true
 	for _, crd := range crds {
-		if len(versions) > 0 {
-			if err := restrictVersions(crd, versions); err != nil {
-				return err
-			}
-		}
 		data, err := crd.MarshalJSON()
 		if err != nil {
 			return fmt.Errorf("encode CRD %s: %w", crd.GetName(), err)

@@ -3,7 +3,6 @@ package controlplane
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -109,11 +108,8 @@ func (c *ControlPlane) ClientCertFor(user string, groups ...string) (certFile, k
 	}
 	base := c.nextCredentialPath("")
 	certFile, keyFile = base+".crt", base+".key"
-	if err := os.WriteFile(certFile, kp.certPEM, 0o600); err != nil {
-		return "", "", fmt.Errorf("write client certificate: %w", err)
-	}
-	if err := os.WriteFile(keyFile, kp.keyPEM, 0o600); err != nil {
-		return "", "", fmt.Errorf("write client key: %w", err)
+	if err := kp.write(certFile, keyFile, "client"); err != nil {
+		return "", "", err
 	}
 	return certFile, keyFile, nil
 }

@@ -6,12 +6,11 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"k8s.io/client-go/kubernetes"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 )
@@ -47,7 +46,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(workDir)
 
-	if binary, err = corednsBinary(workDir); err != nil {
+	if binary, err = harness.CoreDNSBinary(workDir); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: coredns binary: %v\n", err)
 		return 1
 	}
@@ -62,21 +61,4 @@ func run(m *testing.M) int {
 	kube = kubernetes.NewForConfigOrDie(cp.Config)
 	mcs = mcsclient.NewForConfigOrDie(cp.Config)
 	return m.Run()
-}
-
-// corednsBinary returns $COREDNS_BINARY, or builds the binary into dir.
-func corednsBinary(dir string) (string, error) {
-	if b := os.Getenv("COREDNS_BINARY"); b != "" {
-		if _, err := os.Stat(b); err != nil {
-			return "", fmt.Errorf("COREDNS_BINARY: %w", err)
-		}
-		return b, nil
-	}
-	out := filepath.Join(dir, "coredns")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/coredns-mcs/coredns-mcs/coredns")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build: %w", err)
-	}
-	return out, nil
 }

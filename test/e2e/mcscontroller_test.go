@@ -42,7 +42,7 @@ func startMCSController(t *testing.T, kubeconfig string) *harness.Output {
 	dir := testBinaries(t, "mcs", "servicecontroller")
 	// Port 0 turns its metrics server off; it serves no webhooks and runs no
 	// leader election unless asked.
-	out, _ := startProcess(t, "servicecontroller", dir+"/servicecontroller", "--kubeconfig="+kubeconfig, "--metrics-addr=0")
+	out, _ := harness.StartProcess(t, "servicecontroller", dir+"/servicecontroller", "--kubeconfig="+kubeconfig, "--metrics-addr=0")
 	return out
 }
 

@@ -3,9 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -39,72 +37,12 @@ func startServer(t *testing.T, corefile string, waitReady bool) *server {
 		t.Fatal(err)
 	}
 	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", port), ready: fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort)}
-	var exited <-chan struct{}
-	s.log, exited = startProcess(t, "coredns", binary, "-conf", path)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case <-exited:
-			t.Fatalf("coredns exited:\n%s", s.log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("coredns not ready after 30s:\n%s", s.log.String())
-		}
-		if s.answers() && (!waitReady || s.isReady()) {
-			return s
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// startProcess runs the program bin with args until the test ends, when it
-// is killed; its output is collected, and logged if the test failed. exited
-// is closed when it ends.
-func startProcess(t *testing.T, name, bin string, args ...string) (out *harness.Output, exited <-chan struct{}) {
-	t.Helper()
-	out = &harness.Output{}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-		if t.Failed() {
-			t.Logf("%s log:\n%s", name, out.String())
-		}
-	})
-	return out, done
+	s.log = harness.StartCoreDNS(t, "coredns", binary, path, s.addr, func() bool { return !waitReady || s.isReady() })
+	return s
 }
 
 func (s *server) isReady() bool {
-	resp, err := http.Get(s.ready)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
-}
-
-// answers reports whether the server replies at all.
-//
-// Both transports are asked: CoreDNS starts its UDP and TCP servers on
-// separate goroutines, and a TCP query sent while only UDP serves was once
-// seen to fail (unexpected EOF on three fresh connections in a row).
-func (s *server) answers() bool {
-	m := new(dns.Msg)
-	m.SetQuestion("ping.invalid.", dns.TypeA)
-	for _, proto := range []string{"udp", "tcp"} {
-		c := dns.Client{Net: proto, Timeout: 200 * time.Millisecond}
-		if _, _, err := c.Exchange(m, s.addr); err != nil {
-			return false
-		}
-	}
-	return true
+	return harness.HTTPOK(s.ready)
 }
 
 // query asks the server over proto ("udp" or "tcp").

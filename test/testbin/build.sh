@@ -11,7 +11,8 @@
 #   kube   kube-apiserver, etcd, kubelet, kube-proxy, kube-scheduler,
 #          kube-controller-manager and kubectl (Kubernetes v1.37.1, etcd v3.7.0)
 #   mcs    the mcs-api reference controller (servicecontroller)
-#   karmada  Karmada's control plane (see karmada/recipe.sh), when present
+#   karmada  karmada-aggregated-apiserver, -controller-manager, -scheduler and
+#          -webhook v1.18.2, with Karmada's own module graph
 #
 # Each set is cached under ${XDG_CACHE_HOME:-$HOME/.cache}/coredns-mcs/testbin/SET-KEY,
 # where KEY hashes everything that decides the output: the set's go.mod,
