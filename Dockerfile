@@ -1,5 +1,3 @@
-# syntax=docker/dockerfile:1
-#
 # coredns-mcs image: the static build/coredns of `make build` on distroless,
 # running as nonroot (uid 65532). Multi-platform builds cross-compile in the
 # builder's native platform:
@@ -7,13 +5,25 @@
 #   docker buildx build --platform linux/amd64,linux/arm64 \
 #     --build-arg VERSION=$(git describe --tags --always) \
 #     --build-arg COMMIT=$(git rev-parse --short HEAD) -t IMAGE .
+#
+# It needs BuildKit (DOCKER_BUILDKIT=1 with Docker 20.10, the default since
+# 23.0) for the platform arguments and the cache mounts. `make image` builds
+# the same image without Docker (internal/ociimage).
+#
+# Offline, or with your own mirrors: the two base images are build arguments,
+# and so is GOPROXY, for instance
+#   --build-arg GO_IMAGE=mirror.example/golang:1.26 \
+#   --build-arg BASE_IMAGE=mirror.example/distroless/static-debian12:nonroot \
+#   --build-arg GOPROXY=http://goproxy.example
+# (no `# syntax=` line either: BuildKit would fetch that frontend image.)
 
-FROM --platform=$BUILDPLATFORM golang:1.26 AS builder
-# setcap comes from libcap2-bin; make is part of the golang image.
-RUN apt-get update \
- && apt-get install -y --no-install-recommends libcap2-bin \
- && rm -rf /var/lib/apt/lists/*
+ARG GO_IMAGE=golang:1.26
+ARG BASE_IMAGE=gcr.io/distroless/static-debian12:nonroot
+
+FROM --platform=$BUILDPLATFORM ${GO_IMAGE} AS builder
 WORKDIR /src
+# Empty means the go command's default (proxy.golang.org).
+ARG GOPROXY
 # Module downloads are cached in their own layer, rebuilt only when go.mod or
 # go.sum change.
 COPY go.mod go.sum ./
@@ -24,13 +34,17 @@ ARG TARGETARCH
 ARG VERSION=dev
 ARG COMMIT=unknown
 # The Makefile's build target, so the image binary is built with exactly the
-# flags of a local `make build` (CGO_ENABLED=0, -trimpath, the version LDFLAGS).
-# The capability lets the nonroot user bind port 53; it is a file xattr, and
-# COPY --from keeps it with BuildKit (the default builder).
-RUN GOOS=$TARGETOS GOARCH=$TARGETARCH make build VERSION="$VERSION" COMMIT="$COMMIT" \
- && setcap cap_net_bind_service=+ep build/coredns
+# flags of a local `make build` (CGO_ENABLED=0, -trimpath, the version LDFLAGS);
+# the compiler's cache persists between builds in a cache mount. The
+# capability lets the nonroot user bind port 53: it is a file xattr, what
+# `setcap cap_net_bind_service=+ep` writes, set by a small Go command of this
+# repository so that the builder needs no libcap tools. COPY --from keeps it
+# with BuildKit.
+RUN --mount=type=cache,target=/root/.cache/go-build \
+    GOOS=$TARGETOS GOARCH=$TARGETARCH make build VERSION="$VERSION" COMMIT="$COMMIT" \
+ && go run ./internal/filecap/cmd/setcap build/coredns
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM ${BASE_IMAGE}
 ARG VERSION=dev
 ARG COMMIT=unknown
 ARG SOURCE=https://github.com/coredns-mcs/coredns-mcs

@@ -69,9 +69,36 @@ bench: build ## performance against a real API server: toll, clusterset QPS agai
 	KUBEBUILDER_ASSETS="$$(bash test/testbin/build.sh kube)" build/mcsbench -coredns $(BINARY) -stock build/coredns-stock -out BENCHMARKS.md \
 		-n $(or $(N),1000) -big $(or $(BENCH_BIG),50000) $(if $(BENCH_MID),-mid $(BENCH_MID)) $(BENCH_FLAGS)
 
-image: ## the container image $(IMAGE), with docker (BuildKit)
-	@docker info >/dev/null 2>&1 || { echo "make image: no docker engine reachable here; build the Dockerfile where one runs (see its header)" >&2; exit 1; }
-	DOCKER_BUILDKIT=1 docker build --build-arg VERSION='$(VERSION)' --build-arg COMMIT='$(COMMIT)' -t '$(IMAGE)' .
+# make image writes the image as an archive without a container engine or a
+# registry (internal/ociimage): the base layer (users, CA bundle, time zones
+# from this machine's Debian packages) and build/coredns with the file
+# capability cap_net_bind_service, run as 65532. Load it with
+#   ctr -n k8s.io images import build/coredns-mcs.tar  |  docker load -i ...
+#   kind load image-archive ...  |  skopeo copy oci-archive:... docker://...
+# IMAGE_PLATFORMS="linux/amd64 linux/arm64" makes a multi-platform image of the
+# binaries Makefile.release builds (build/OS/ARCH/coredns) instead.
+IMAGE_ARCHIVE ?= build/coredns-mcs.tar
+IMAGE_PLATFORMS ?=
+IMAGE_SOURCE := https://github.com/coredns-mcs/coredns-mcs
+
+image: ## the image $(IMAGE) as an archive, $(IMAGE_ARCHIVE), without docker or a registry
+	@set -euo pipefail; \
+	if [ -z '$(IMAGE_PLATFORMS)' ]; then \
+		$(MAKE) --no-print-directory build; \
+		binaries="-binary $$($(GO) env GOOS)/$$($(GO) env GOARCH)=$(BINARY)"; \
+	else \
+		binaries=; \
+		for p in $(IMAGE_PLATFORMS); do \
+			GOOS=$${p%%/*} GOARCH=$${p#*/} $(MAKE) --no-print-directory build BINARY=build/$$p/coredns; \
+			binaries="$$binaries -binary $$p=build/$$p/coredns"; \
+		done; \
+	fi; \
+	CGO_ENABLED=0 $(GO) run -trimpath ./internal/ociimage/cmd/mkimage -o '$(IMAGE_ARCHIVE)' -name '$(IMAGE)' $$binaries \
+		-label org.opencontainers.image.title=coredns-mcs \
+		-label 'org.opencontainers.image.description=CoreDNS with the multicluster plugin for Kubernetes Multi-Cluster Services' \
+		-label org.opencontainers.image.version='$(VERSION)' \
+		-label org.opencontainers.image.revision='$(COMMIT)' \
+		-label org.opencontainers.image.source='$(IMAGE_SOURCE)'
 
 release: ## release/: cross-built archives and checksums for every platform (Makefile.release)
 	$(MAKE) -f Makefile.release release VERSION='$(VERSION)' COMMIT='$(COMMIT)'

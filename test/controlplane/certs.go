@@ -124,9 +124,10 @@ func sign(tmpl *x509.Certificate, key crypto.Signer, parent *keyPair) (*keyPair,
 }
 
 // servingCert is kube-apiserver's TLS certificate. Besides the loopback
-// addresses it covers the in-cluster names and the first IP of both service
-// ranges, so clients that use in-cluster style addresses verify it too.
-func (ca *keyPair) servingCert() (*keyPair, error) {
+// addresses and extraIPs it covers the in-cluster names and the first IP of
+// both service ranges, so clients that use in-cluster style addresses verify
+// it too.
+func (ca *keyPair) servingCert(extraIPs ...net.IP) (*keyPair, error) {
 	return ca.issue(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
@@ -137,12 +138,12 @@ func (ca *keyPair) servingCert() (*keyPair, error) {
 			"kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local",
 		},
-		IPAddresses: []net.IP{
+		IPAddresses: append([]net.IP{
 			net.IPv4(127, 0, 0, 1),
 			net.IPv6loopback,
 			net.ParseIP("10.96.0.1"),
 			net.ParseIP("fd00:10:96::1"),
-		},
+		}, extraIPs...),
 	})
 }
 

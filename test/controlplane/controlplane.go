@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -101,6 +102,31 @@ type Options struct {
 	// certificate for FrontProxyClient signed by the control plane's CA,
 	// and passes the requesting user on in the X-Remote-* headers.
 	Aggregation bool
+
+	// NetNS, when set, is the network namespace etcd and kube-apiserver run
+	// in (test/internal/netns), as a node's control plane does. Config
+	// dials through it; Kubeconfig and minted kubeconfigs work for
+	// processes started inside it.
+	NetNS Namespace
+	// AdvertiseAddress, when set, is the address kube-apiserver listens on
+	// (instead of 127.0.0.1) and advertises as the endpoint of the
+	// "kubernetes" Service, so that pods reach it at that Service's
+	// ClusterIP; its serving certificate covers it. Host uses it. Set it
+	// only with NetNS (or on an address nothing else can reach).
+	AdvertiseAddress string
+	// ServiceAccounts keeps kube-apiserver's ServiceAccount admission
+	// plugin, which gives pods their ServiceAccount token. It rejects pods
+	// whose ServiceAccount does not exist, so it suits a control plane with
+	// a kube-controller-manager (which creates the "default" ones, signing
+	// with ServiceAccountKeyFile); without this option it is off.
+	ServiceAccounts bool
+}
+
+// Namespace is a network namespace processes start in and clients dial
+// through (test/internal/netns.Namespace).
+type Namespace interface {
+	Enter() error
+	DialContext(ctx context.Context, network, address string) (net.Conn, error)
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -241,7 +267,15 @@ func (c *ControlPlane) writeCredentials() error {
 	if c.ca, err = newCA(); err != nil {
 		return err
 	}
-	serving, err := c.ca.servingCert()
+	var extraIPs []net.IP
+	if c.opts.AdvertiseAddress != "" {
+		ip := net.ParseIP(c.opts.AdvertiseAddress)
+		if ip == nil {
+			return fmt.Errorf("AdvertiseAddress %q is not an IP address", c.opts.AdvertiseAddress)
+		}
+		extraIPs = append(extraIPs, ip)
+	}
+	serving, err := c.ca.servingCert(extraIPs...)
 	if err != nil {
 		return err
 	}
@@ -298,13 +332,13 @@ func (c *ControlPlane) startEtcd(ctx context.Context) error {
 			"--unsafe-no-fsync=true",
 			"--log-level=warn",
 		}
-		p, err := startProcess("etcd", filepath.Join(c.opts.AssetsDir, "etcd"), args, filepath.Join(c.Dir, "etcd.log"))
+		p, err := startProcessIn(c.opts.NetNS, "etcd", filepath.Join(c.opts.AssetsDir, "etcd"), args, filepath.Join(c.Dir, "etcd.log"))
 		if err != nil {
 			return err
 		}
 		c.etcd = p
 		err = p.waitReady(ctx, c.opts.StartTimeout, func(ctx context.Context) error {
-			return checkEtcdHealth(ctx, clientURL)
+			return checkEtcdHealth(ctx, c.httpClient(), clientURL)
 		})
 		if err == nil {
 			c.etcdURL = clientURL
@@ -321,12 +355,20 @@ func (c *ControlPlane) startEtcd(ctx context.Context) error {
 	}
 }
 
-func checkEtcdHealth(ctx context.Context, clientURL string) error {
+// httpClient is a plain HTTP client that dials as Config does.
+func (c *ControlPlane) httpClient() *http.Client {
+	if c.opts.NetNS == nil {
+		return http.DefaultClient
+	}
+	return &http.Client{Transport: &http.Transport{DialContext: c.opts.NetNS.DialContext}}
+}
+
+func checkEtcdHealth(ctx context.Context, client *http.Client, clientURL string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, clientURL+"/health", nil)
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return err
 	}
@@ -347,7 +389,7 @@ func (c *ControlPlane) startFirstAPIServer(ctx context.Context) error {
 			return err
 		}
 		c.apiPort = port
-		c.Host = "https://127.0.0.1:" + strconv.Itoa(port)
+		c.Host = "https://" + net.JoinHostPort(c.bindAddress(), strconv.Itoa(port))
 		c.Config = &rest.Config{
 			Host: c.Host,
 			TLSClientConfig: rest.TLSClientConfig{
@@ -359,6 +401,9 @@ func (c *ControlPlane) startFirstAPIServer(ctx context.Context) error {
 			// default rate limit (5 QPS) would only slow them down.
 			QPS:   100,
 			Burst: 200,
+		}
+		if c.opts.NetNS != nil {
+			c.Config.Dial = c.opts.NetNS.DialContext
 		}
 		err = c.startAPIServerLocked(ctx)
 		if err == nil {
@@ -372,11 +417,19 @@ func (c *ControlPlane) startFirstAPIServer(ctx context.Context) error {
 	}
 }
 
+// bindAddress is where kube-apiserver listens.
+func (c *ControlPlane) bindAddress() string {
+	if c.opts.AdvertiseAddress != "" {
+		return c.opts.AdvertiseAddress
+	}
+	return "127.0.0.1"
+}
+
 func (c *ControlPlane) apiServerArgs() []string {
 	args := []string{
 		"--etcd-servers=" + c.etcdURL,
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + c.bindAddress(),
+		"--advertise-address=" + c.bindAddress(),
 		"--secure-port=" + strconv.Itoa(c.apiPort),
 		// The certificates are given explicitly; --cert-dir only keeps
 		// kube-apiserver from touching its default /var/run/kubernetes.
@@ -390,14 +443,18 @@ func (c *ControlPlane) apiServerArgs() []string {
 		"--service-account-signing-key-file=" + filepath.Join(c.Dir, "sa.key"),
 		"--service-cluster-ip-range=" + c.opts.ServiceClusterIPRange,
 		"--allow-privileged=true",
+		"--profiling=false",
+	}
+	if !c.opts.ServiceAccounts {
 		// Without a controller-manager no "default" ServiceAccount is ever
 		// created, and this admission plugin would reject every Pod.
-		"--disable-admission-plugins=ServiceAccount",
+		args = append(args, "--disable-admission-plugins=ServiceAccount")
+	}
+	if c.opts.AdvertiseAddress == "" {
 		// The Endpoints of the "kubernetes" Service would point at a
 		// loopback address, which Endpoints validation rejects; nothing
 		// in a test cluster needs them.
-		"--endpoint-reconciler-type=none",
-		"--profiling=false",
+		args = append(args, "--endpoint-reconciler-type=none")
 	}
 	if c.opts.Aggregation {
 		args = append(args, aggregationArgs(c.Dir, c.CAFile)...)
@@ -408,7 +465,7 @@ func (c *ControlPlane) apiServerArgs() []string {
 // startAPIServerLocked starts kube-apiserver and waits for /readyz. The
 // caller holds c.mu or has not shared c yet.
 func (c *ControlPlane) startAPIServerLocked(ctx context.Context) error {
-	p, err := startProcess("kube-apiserver", filepath.Join(c.opts.AssetsDir, "kube-apiserver"),
+	p, err := startProcessIn(c.opts.NetNS, "kube-apiserver", filepath.Join(c.opts.AssetsDir, "kube-apiserver"),
 		c.apiServerArgs(), filepath.Join(c.Dir, "kube-apiserver.log"))
 	if err != nil {
 		return err
@@ -561,6 +618,13 @@ func (c *ControlPlane) Stop() error {
 		errs = append(errs, fmt.Errorf("remove control plane directory: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// ServiceAccountKeyFile is the private key kube-apiserver verifies
+// ServiceAccount tokens with, which kube-controller-manager signs them with
+// (--service-account-private-key-file).
+func (c *ControlPlane) ServiceAccountKeyFile() string {
+	return filepath.Join(c.Dir, "sa.key")
 }
 
 // APIServerLogTail returns the last n lines of kube-apiserver's log, for

@@ -201,8 +201,12 @@ func TestInstallManifests(t *testing.T) {
 	if p := c.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/health" || p.HTTPGet.Port != intstr.FromInt32(8080) {
 		t.Errorf("liveness probe %+v, want GET /health on 8080 (the health plugin)", p)
 	}
-	if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/ready" || p.HTTPGet.Port != intstr.FromInt32(8181) {
-		t.Errorf("readiness probe %+v, want GET /ready on 8181 (the ready plugin)", p)
+	if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/ready" || p.HTTPGet.Port != intstr.FromInt32(8181) ||
+		p.PeriodSeconds != 1 || p.FailureThreshold != 2 {
+		t.Errorf("readiness probe %+v, want GET /ready on 8181 (the ready plugin) every second, failing after 2", p)
+	}
+	if p := c.StartupProbe; !equalJSON(t, p, swapStartupProbe()) {
+		t.Errorf("startup probe %s, want %s (port 53 accepts before readiness is probed)", toJSON(t, p), toJSON(t, swapStartupProbe()))
 	}
 	var ports []string
 	for _, p := range c.Ports {
@@ -412,11 +416,12 @@ func TestSwapManifests(t *testing.T) {
 	if got := after.Spec.Template.Spec.Containers[0].Image; got != image {
 		t.Errorf("image after the swap: %s, want %s", got, image)
 	}
-	// Everything but the image is kubeadm's still.
+	// Everything but the image and the probes' timing is kubeadm's still.
 	want := before.Spec.DeepCopy()
 	want.Template.Spec.Containers[0].Image = image
+	swapProbes(&want.Template.Spec.Containers[0])
 	if !equalJSON(t, want, &after.Spec) {
-		t.Errorf("the swap changed more than the image:\nbefore %s\nafter  %s", toJSON(t, before.Spec), toJSON(t, after.Spec))
+		t.Errorf("the swap changed more than the image and the probes' timing:\nbefore %s\nafter  %s", toJSON(t, before.Spec), toJSON(t, after.Spec))
 	}
 	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
 	if err != nil {
@@ -454,7 +459,12 @@ func TestSwapManifests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !equalJSON(t, before.Spec, restored.Spec) {
+	// set image puts the image back and leaves the probes' timing, which
+	// suits the old image as well (rollout undo, which test/swap runs,
+	// restores the whole pod template).
+	want = before.Spec.DeepCopy()
+	swapProbes(&want.Template.Spec.Containers[0])
+	if !equalJSON(t, want, &restored.Spec) {
 		t.Errorf("rolled back Deployment differs:\nbefore %s\nafter  %s", toJSON(t, before.Spec), toJSON(t, restored.Spec))
 	}
 	cm, err = kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
@@ -484,4 +494,25 @@ func toJSON(t *testing.T, v any) []byte {
 func equalJSON(t *testing.T, a, b any) bool {
 	t.Helper()
 	return bytes.Equal(toJSON(t, a), toJSON(t, b))
+}
+
+// swapStartupProbe is the startup probe that the swap and the fresh install
+// give the CoreDNS container, with the defaults the API server fills in.
+func swapStartupProbe() *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(53)}},
+		PeriodSeconds:    1,
+		FailureThreshold: 30,
+		TimeoutSeconds:   1,
+		SuccessThreshold: 1,
+	}
+}
+
+// swapProbes sets what the swap changes in the probes of kubeadm's
+// container: a startup probe, and the readiness probe's period and failure
+// threshold.
+func swapProbes(c *corev1.Container) {
+	c.StartupProbe = swapStartupProbe()
+	c.ReadinessProbe.PeriodSeconds = 1
+	c.ReadinessProbe.FailureThreshold = 2
 }

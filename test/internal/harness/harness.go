@@ -1,13 +1,17 @@
 // Package harness holds small pieces shared by the tests that run coredns as
-// a process: free loopback ports, and a buffer for the process's output.
+// a process: free loopback ports, a buffer for the process's output, and a
+// DNS exchange over a connection the test dialled.
 package harness
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"sync"
 	"testing"
+
+	"github.com/miekg/dns"
 )
 
 // FreePort returns a port on 127.0.0.1 that was free for both TCP and UDP a
@@ -47,4 +51,19 @@ func (o *Output) String() string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.b.String()
+}
+
+// Exchange sends m on conn, a UDP or TCP connection to a DNS server (dns.Conn
+// frames TCP messages), and reads the reply, within ctx's deadline. It
+// closes conn.
+func Exchange(ctx context.Context, conn net.Conn, m *dns.Msg) (*dns.Msg, error) {
+	defer conn.Close()
+	if deadline, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(deadline)
+	}
+	co := &dns.Conn{Conn: conn}
+	if err := co.WriteMsg(m); err != nil {
+		return nil, err
+	}
+	return co.ReadMsg()
 }
