@@ -143,9 +143,16 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 		return nil, errors.Join(ErrPrerequisite, err)
 	}
 
-	n := &Node{KubeDir: opts.KubeDir, opts: opts, start: time.Now()}
+	n := &Node{KubeDir: opts.KubeDir, opts: opts}
+	waited := time.Now()
 	if n.lock, err = flock.Acquire(ctx, lockPath, "node"); err != nil {
 		return nil, err
+	}
+	// The node's timings start once it is ours: another test's node may
+	// have held the lock until now.
+	n.start = time.Now()
+	if w := n.start.Sub(waited); w > time.Second {
+		n.opts.Logf("node: waited %.1fs for the node lock", w.Seconds())
 	}
 	defer func() {
 		if err != nil {
