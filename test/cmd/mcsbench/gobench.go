@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/process"
 )
 
 // goBench is the output of one `go test -bench` run.
@@ -44,19 +46,29 @@ func runGoBench(ctx context.Context, root, pkg string, count int, cpus string) g
 	g := goBench{pkg: pkg, cmd: strings.Join(quoteArgs(argv), " ")}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = root
-	cmd.SysProcAttr = childAttr()
-	out, err := cmd.CombinedOutput()
+	var out bytes.Buffer
+	p, err := process.Start(process.Spec{Name: "go test " + pkg, Path: argv[0], Args: argv[1:], Dir: root, Output: &out})
+	if err != nil {
+		g.err = err
+		g.lines = []string{err.Error()}
+		return g
+	}
+	select {
+	case <-p.Done():
+		err = p.Err()
+	case <-ctx.Done():
+		_ = p.Stop(5 * time.Second)
+		err = ctx.Err()
+	}
 	g.err = err
-	for _, l := range strings.Split(string(out), "\n") {
+	for _, l := range strings.Split(out.String(), "\n") {
 		if strings.HasPrefix(l, "Benchmark") || strings.HasPrefix(l, "goos:") || strings.HasPrefix(l, "goarch:") ||
 			strings.HasPrefix(l, "pkg:") || strings.HasPrefix(l, "cpu:") {
 			g.lines = append(g.lines, strings.TrimRight(l, " \t"))
 		}
 	}
 	if err != nil && len(g.lines) == 0 {
-		g.lines = append(g.lines, strings.Split(strings.TrimSpace(string(out)), "\n")...)
+		g.lines = append(g.lines, strings.Split(strings.TrimSpace(out.String()), "\n")...)
 	}
 	return g
 }

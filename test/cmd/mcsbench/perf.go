@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/process"
 )
 
 // perfResult is one dnsperf round.
@@ -70,21 +72,21 @@ func (g loadgen) run(ctx context.Context, addr, file string, d time.Duration) (p
 		argv = append([]string{"taskset", "-c", g.cpus}, argv...)
 	}
 	var out bytes.Buffer
-	p, err := startChild("dnsperf", argv, &out, &out)
+	p, err := process.Start(process.Spec{Name: "dnsperf", Path: argv[0], Args: argv[1:], Output: &out})
 	if err != nil {
 		return perfResult{}, err
 	}
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-ctx.Done():
-		_ = p.stop(2 * time.Second)
+		_ = p.Stop(2 * time.Second)
 		return perfResult{}, ctx.Err()
 	case <-time.After(d + 30*time.Second):
-		_ = p.stop(2 * time.Second)
+		_ = p.Stop(2 * time.Second)
 		return perfResult{}, fmt.Errorf("dnsperf ran far longer than %s", d)
 	}
-	if p.err != nil {
-		return perfResult{}, fmt.Errorf("dnsperf: %v:\n%s", p.err, out.String())
+	if p.Err() != nil {
+		return perfResult{}, fmt.Errorf("dnsperf: %v:\n%s", p.Err(), out.String())
 	}
 	r, err := parseDNSPerf(out.String())
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coredns-mcs/coredns-mcs/test/internal/process"
 	"github.com/miekg/dns"
 )
 
@@ -104,7 +106,7 @@ const (
 type server struct {
 	name     string
 	binary   string
-	proc     *child
+	proc     *process.Process
 	addr     string // DNS, UDP and TCP
 	readyURL string
 	pprofURL string
@@ -140,11 +142,10 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 		return nil, err
 	}
 	logPath := filepath.Join(o.dir, o.name+".log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
+	// Each start has a log of its own.
+	if err := os.Remove(logPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	defer logFile.Close() // the child holds its own descriptor
 
 	argv := []string{o.binary, "-conf", confPath}
 	if o.cpus != "" {
@@ -152,7 +153,7 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 		// /proc/PID/status is the server's own.
 		argv = append([]string{"taskset", "-c", o.cpus}, argv...)
 	}
-	p, err := startChild("coredns "+o.name, argv, logFile, logFile)
+	p, err := process.Start(process.Spec{Name: "coredns " + o.name, Path: argv[0], Args: argv[1:], LogPath: logPath})
 	if err != nil {
 		return nil, err
 	}
@@ -186,15 +187,15 @@ func (s *server) waitReady(ctx context.Context, timeout time.Duration) error {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				s.readyAfter = time.Since(s.proc.started)
+				s.readyAfter = time.Since(s.proc.Started)
 				return nil
 			}
 		}
-		if s.proc.exited() {
-			return fmt.Errorf("%s exited before it was ready (%v):\n%s", s.proc.name, s.proc.err, tail(s.logPath, 20))
+		if s.proc.Exited() {
+			return fmt.Errorf("%s exited before it was ready (%v):\n%s", s.proc.Name, s.proc.Err(), process.LogTail(s.logPath, 20))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %s:\n%s", s.proc.name, timeout, tail(s.logPath, 20))
+			return fmt.Errorf("%s not ready after %s:\n%s", s.proc.Name, timeout, process.LogTail(s.logPath, 20))
 		}
 		select {
 		case <-ctx.Done():
@@ -204,11 +205,11 @@ func (s *server) waitReady(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-func (s *server) stop() error { return s.proc.stop(10 * time.Second) }
+func (s *server) stop() error { return s.proc.Stop(10 * time.Second) }
 
 // rss reads VmRSS from /proc/PID/status, in bytes.
 func (s *server) rss() (uint64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.proc.pid))
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.proc.Pid))
 	if err != nil {
 		return 0, err
 	}
@@ -230,7 +231,7 @@ const clockTick = 10 * time.Millisecond
 // cpuTime is the CPU time the server has used, user and system, over all
 // its threads.
 func (s *server) cpuTime() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.proc.pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.proc.Pid))
 	if err != nil {
 		return 0, err
 	}
@@ -424,17 +425,4 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, port)
 	}
 	return ports, nil
-}
-
-// tail returns the last n lines of a file, for error messages.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", path, err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -35,8 +36,10 @@ type Spec struct {
 	Env []string
 	// Dir is the working directory; empty means the test binary's.
 	Dir string
-	// LogPath is the file that stdout and stderr are appended to.
+	// LogPath is the file that stdout and stderr are appended to. Without
+	// one they go to Output (nil discards them).
 	LogPath string
+	Output  io.Writer
 	// NetNS, when set, is the network namespace the child starts in.
 	NetNS Namespace
 	// NewMountNS starts the child in a new mount namespace whose mounts are
@@ -49,6 +52,8 @@ type Process struct {
 	Name    string
 	LogPath string
 	Pid     int
+	// Started is taken right before the fork, for start-up times.
+	Started time.Time
 	// logStart is the size of the log when this process started; earlier
 	// content belongs to an earlier run.
 	logStart int64
@@ -62,16 +67,22 @@ func Start(spec Spec) (*Process, error) {
 	if spec.NewMountNS && runtime.GOOS != "linux" {
 		return nil, fmt.Errorf("start %s: mount namespaces need Linux", spec.Name)
 	}
-	logFile, err := os.OpenFile(spec.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open %s log: %w", spec.Name, err)
+	p := &Process{Name: spec.Name, LogPath: spec.LogPath, done: make(chan struct{})}
+	out := spec.Output
+	if spec.LogPath != "" {
+		logFile, err := os.OpenFile(spec.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("open %s log: %w", spec.Name, err)
+		}
+		// The child holds a descriptor of its own once it has started.
+		defer logFile.Close()
+		info, err := logFile.Stat()
+		if err != nil {
+			return nil, fmt.Errorf("stat %s log: %w", spec.Name, err)
+		}
+		p.logStart = info.Size()
+		out = logFile
 	}
-	info, err := logFile.Stat()
-	if err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("stat %s log: %w", spec.Name, err)
-	}
-	p := &Process{Name: spec.Name, LogPath: spec.LogPath, logStart: info.Size(), done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {
 		// The kernel sends Pdeathsig when the *thread* that forked the child
@@ -80,7 +91,6 @@ func Start(spec Spec) (*Process, error) {
 		// as long as the child runs; the signal then fires only if the whole
 		// test binary dies.
 		runtime.LockOSThread()
-		defer logFile.Close()
 		if spec.NetNS != nil {
 			// The thread stays in the namespace and locked: Go ends it with
 			// this goroutine.
@@ -95,9 +105,10 @@ func Start(spec Spec) (*Process, error) {
 		cmd := exec.Command(spec.Path, spec.Args...)
 		cmd.Env = spec.Env
 		cmd.Dir = spec.Dir
-		cmd.Stdout = logFile
-		cmd.Stderr = logFile
+		cmd.Stdout = out
+		cmd.Stderr = out
 		cmd.SysProcAttr = sysProcAttr(spec.NewMountNS)
+		p.Started = time.Now()
 		if err := cmd.Start(); err != nil {
 			started <- err
 			return
