@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 
 // ci reports whether missing tools must fail tests instead of skipping them.
@@ -95,26 +97,13 @@ func corednsBinary(t testing.TB) string {
 	if built.path == "" && built.err == nil {
 		built.dir, built.err = os.MkdirTemp("", "coredns-mcs-deploy-")
 		if built.err == nil {
-			built.path, built.err = buildCoreDNS(repoRoot(t), built.dir)
+			built.path, built.err = harness.GoBuild(filepath.Join(built.dir, "coredns"), "github.com/coredns-mcs/coredns-mcs/coredns")
 		}
 	}
 	if built.err != nil {
 		t.Fatalf("build coredns (or set COREDNS_BINARY): %v", built.err)
 	}
 	return built.path
-}
-
-// buildCoreDNS builds coredns into dir, with make build's flags so that the
-// compiled packages of an earlier make build are reused.
-func buildCoreDNS(root, dir string) (string, error) {
-	out := filepath.Join(dir, "coredns")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./coredns")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	cmd.Dir = root
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %w\n%s", err, msg)
-	}
-	return out, nil
 }
 
 // run runs a command in the repository root and returns its combined

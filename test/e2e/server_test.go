@@ -48,19 +48,13 @@ func (s *server) isReady() bool {
 // query asks the server over proto ("udp" or "tcp").
 func (s *server) query(t *testing.T, proto, name string, qtype uint16) *dns.Msg {
 	t.Helper()
-	c := dns.Client{Net: proto, Timeout: 2 * time.Second}
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(name), qtype)
-	var lastErr error
-	for range 3 {
-		r, _, err := c.Exchange(m, s.addr)
-		if err == nil {
-			return r
-		}
-		lastErr = err
+	r, err := harness.Ask(proto, s.addr, m)
+	if err != nil {
+		t.Fatalf("query %s %s over %s: %v", name, dns.TypeToString[qtype], proto, err)
 	}
-	t.Fatalf("query %s %s over %s: %v", name, dns.TypeToString[qtype], proto, lastErr)
-	return nil
+	return r
 }
 
 // addresses returns the A and AAAA values of an answer, in order.

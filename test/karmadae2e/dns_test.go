@@ -83,17 +83,11 @@ func startCoreDNS(t *testing.T, name, kubeconfig string, withMulticluster bool) 
 // ask sends m over proto, retrying twice on a network error.
 func (s *server) ask(t *testing.T, proto string, m *dns.Msg) *dns.Msg {
 	t.Helper()
-	c := dns.Client{Net: proto, Timeout: 2 * time.Second}
-	var lastErr error
-	for range 3 {
-		r, _, err := c.Exchange(m, s.addr)
-		if err == nil {
-			return r
-		}
-		lastErr = err
+	r, err := harness.Ask(proto, s.addr, m)
+	if err != nil {
+		t.Fatalf("coredns %s: %s %s over %s: %v", s.name, m.Question[0].Name, dns.TypeToString[m.Question[0].Qtype], proto, err)
 	}
-	t.Fatalf("coredns %s: %s %s over %s: %v", s.name, m.Question[0].Name, dns.TypeToString[m.Question[0].Qtype], proto, lastErr)
-	return nil
+	return r
 }
 
 // query asks name, qtype over proto.

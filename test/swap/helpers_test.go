@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/miekg/dns"
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -26,6 +26,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/internal/filecap"
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/node"
 )
 
@@ -164,33 +165,26 @@ func uptime(t *testing.T) float64 {
 
 // corednsBinary is the binary under test: $COREDNS_BINARY (make test sets
 // it to build/coredns), else built as make build does.
-func corednsBinary(t *testing.T, root, dir string) string {
+func corednsBinary(t *testing.T, dir string) string {
 	t.Helper()
-	if b := os.Getenv("COREDNS_BINARY"); b != "" {
-		return b
+	b, err := harness.CoreDNSBinary(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return goBuild(t, root, filepath.Join(dir, "coredns"), "./coredns")
+	return b
 }
 
 // stockCoreDNS builds CoreDNS v1.15.0's own main package, with upstream's
 // plugins, from the module graph of this repository.
-func stockCoreDNS(t *testing.T, root, dir string) string {
-	t.Helper()
-	return goBuild(t, root, filepath.Join(dir, "coredns-stock"), "github.com/coredns/coredns")
-}
-
-func goBuild(t *testing.T, root, out, pkg string) string {
+func stockCoreDNS(t *testing.T, dir string) string {
 	t.Helper()
 	began := time.Now()
-	// make build's flags, so the compiled packages are shared with it.
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if output, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, output)
+	b, err := harness.GoBuild(filepath.Join(dir, "coredns-stock"), "github.com/coredns/coredns")
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("go build %s: %.1fs", pkg, time.Since(began).Seconds())
-	return out
+	t.Logf("go build github.com/coredns/coredns: %.1fs", time.Since(began).Seconds())
+	return b
 }
 
 // buildImage writes the image of a coredns binary, as make image builds it.
@@ -223,13 +217,13 @@ func protoName(proto string) string {
 	return "UDP"
 }
 
-// reverse returns the in-addr.arpa name of an IPv4 address.
+// reverse returns the PTR name of an address of the scenario.
 func reverse(ip string) string {
-	parts := strings.Split(ip, ".")
-	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
-		parts[i], parts[j] = parts[j], parts[i]
+	name, err := dns.ReverseAddr(ip)
+	if err != nil {
+		panic(err)
 	}
-	return strings.Join(parts, ".") + ".in-addr.arpa."
+	return name
 }
 
 // dnsQueries are the names the scenario checks, over UDP and TCP.

@@ -47,8 +47,8 @@ func TestSwapCoreDNS(t *testing.T) {
 	}
 	work := t.TempDir()
 	began := time.Now()
-	mcsArchive := buildImage(t, corednsBinary(t, root, work), mcsImageName+":"+mcsImageTag, filepath.Join(work, "coredns-mcs.tar"))
-	stockArchive := buildImage(t, stockCoreDNS(t, root, work), stockImage, filepath.Join(work, "stock.tar"))
+	mcsArchive := buildImage(t, corednsBinary(t, work), mcsImageName+":"+mcsImageTag, filepath.Join(work, "coredns-mcs.tar"))
+	stockArchive := buildImage(t, stockCoreDNS(t, work), stockImage, filepath.Join(work, "stock.tar"))
 	t.Logf("images built in %.1fs", time.Since(began).Seconds())
 
 	n := node.ForTest(t, node.Options{Images: []string{mcsArchive, stockArchive}})

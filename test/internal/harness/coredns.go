@@ -20,13 +20,33 @@ func CoreDNSBinary(dir string) (string, error) {
 		}
 		return b, nil
 	}
-	out := filepath.Join(dir, "coredns")
-	cmd := exec.Command("go", "build", "-o", out, "github.com/coredns-mcs/coredns-mcs/coredns")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("go build: %w", err)
+	return GoBuild(filepath.Join(dir, "coredns"), "github.com/coredns-mcs/coredns-mcs/coredns")
+}
+
+// GoBuild builds the main package pkg (an import path in this module's
+// graph) into out with the flags of make build: a static binary, fit for an
+// image, and the compiled packages of an earlier make build are reused.
+func GoBuild(out, pkg string) (string, error) {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
 	}
 	return out, nil
+}
+
+// Ask sends m to addr over proto ("udp" or "tcp"), as dig does, and tries
+// twice more on a network error: a busy machine may drop a UDP datagram.
+func Ask(proto, addr string, m *dns.Msg) (*dns.Msg, error) {
+	c := dns.Client{Net: proto, Timeout: 2 * time.Second}
+	var err error
+	for range 3 {
+		var r *dns.Msg
+		if r, _, err = c.Exchange(m, addr); err == nil {
+			return r, nil
+		}
+	}
+	return nil, err
 }
 
 // StartProcess runs the program bin with args until the test ends, when it
