@@ -195,8 +195,11 @@ func TestSwapCoreDNS(t *testing.T) {
 	// The rest of "Roll back": the multicluster role goes.
 	s.kubectl("delete", "-k", filepath.Join(manifests, "rbac"))
 
-	// "Fresh install", on the same node once kubeadm's CoreDNS is gone.
-	s.kubectl("-n", "kube-system", "delete", "deployment/coredns", "service/kube-dns", "configmap/coredns", "serviceaccount/coredns")
+	// "Fresh install", on the same node once kubeadm's CoreDNS is gone:
+	// with foreground deletion kubectl returns only after its pods are, so
+	// that none of them, still ready, lands in the new kube-dns Service
+	// (same selector) and answers the checks below as stock CoreDNS.
+	s.kubectl("-n", "kube-system", "delete", "--cascade=foreground", "deployment/coredns", "service/kube-dns", "configmap/coredns", "serviceaccount/coredns")
 	s.kubectl("delete", "clusterrole/system:coredns", "clusterrolebinding/system:coredns")
 	s.applyFreshInstall(filepath.Join(manifests, "install"))
 	s.kubectl("-n", "kube-system", "rollout", "status", "deploy/coredns", "--timeout=3m")
