@@ -182,7 +182,7 @@ func BenchmarkHeadless100A(b *testing.B) {
 			ObjectMeta:  meta.ObjectMeta{Namespace: "ns1", Name: "db-" + cluster, Labels: map[string]string{labelServiceName: "db", labelSourceCluster: cluster}},
 			AddressType: discovery.AddressTypeIPv4,
 			Endpoints:   eps,
-		})
+		}, len(defaultZone))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -223,7 +223,7 @@ func BenchmarkClustersetASources(b *testing.B) {
 			ObjectMeta:  meta.ObjectMeta{Namespace: "shop", Name: "sliced-" + cluster, Labels: map[string]string{labelServiceName: "sliced", labelSourceCluster: cluster}},
 			AddressType: discovery.AddressTypeIPv4,
 			Endpoints:   []discovery.Endpoint{ep(fmt.Sprintf("10.9%d.0.1", c+7), "", nil)},
-		})
+		}, len(defaultZone))
 		if err != nil {
 			b.Fatal(err)
 		}

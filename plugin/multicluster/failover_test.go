@@ -16,6 +16,9 @@ import (
 type fakeCluster struct {
 	services map[serviceKey]*object.Service
 	ready    map[serviceKey]bool
+	// endpoints are the local Services with an endpoint at an address.
+	endpoints map[string][]serviceKey
+	changes   int64
 }
 
 func newFakeCluster() *fakeCluster {
@@ -26,6 +29,7 @@ func (f *fakeCluster) add(ns, name string, typ core.ServiceType, ready bool, ips
 	key := serviceKey{namespace: ns, name: name}
 	f.services[key] = &object.Service{Namespace: ns, Name: name, Type: typ, ClusterIPs: ips}
 	f.ready[key] = ready
+	f.changes++
 }
 
 func (f *fakeCluster) service(namespace, name string) *object.Service {
@@ -46,7 +50,9 @@ func (f *fakeCluster) byClusterIP(ip string) []*object.Service {
 	return out
 }
 
-func (f *fakeCluster) hasSynced() bool { return true }
+func (f *fakeCluster) byEndpointIP(ip string) []serviceKey { return f.endpoints[ip] }
+func (f *fakeCluster) modified() int64                     { return f.changes }
+func (f *fakeCluster) hasSynced() bool                     { return true }
 
 // The Karmada layout: ServiceImport "serve" with no spec.ips, and the shadow
 // Service "derived-serve" that carries the ClusterIP.

@@ -46,9 +46,11 @@ func FuzzObjects(f *testing.F) {
 			Endpoints:   []discovery.Endpoint{{Addresses: []string{addr, ip1}, Hostname: &host, Conditions: discovery.EndpointConditions{Ready: &ready}}},
 			Ports:       []discovery.EndpointPort{{Name: &portName, Protocol: &proto, Port: &p}},
 		}
-		if slice, _, err := newSliceSpec(es); err == nil {
+		if slice, _, err := newSliceSpec(es, len(defaultZone)); err == nil {
 			for _, e := range slice.endpoints {
-				if (len(e.ip) == net4) == e.v6 || e.host == "" || e.cluster != strings.ToLower(cluster) {
+				// No host name only without a cluster (or for a name too
+				// long, which these short names never make).
+				if (len(e.ip) == net4) == e.v6 || (e.host == "") != (cluster == "") || e.cluster != strings.ToLower(cluster) {
 					t.Fatalf("endpoint %+v from %v", e, es)
 				}
 			}

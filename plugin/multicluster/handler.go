@@ -67,7 +67,7 @@ func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dn
 // serve answers the query if it is the plugin's to answer, and reports
 // whether it did; handled is false for a query to pass on.
 func (m *Multicluster) serve(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (handled bool, rcode int, err error) {
-	if len(r.Question) != 1 || r.Question[0].Qclass != dns.ClassINET {
+	if len(r.Question) != 1 {
 		return false, 0, nil
 	}
 	q := r.Question[0]
@@ -80,6 +80,16 @@ func (m *Multicluster) serve(ctx context.Context, w dns.ResponseWriter, r *dns.M
 		return false, 0, nil
 	}
 	zone, kind := m.matchZone(name)
+	if q.Qclass != dns.ClassINET {
+		if kind == zoneClusterset {
+			// The clusterset zones exist in class IN alone; they are the
+			// plugin's, so it says so rather than let another class reach
+			// forward. The server itself refuses other classes unless a
+			// plugin such as chaos or forward asks for them.
+			return m.refuse(ctx, w, r)
+		}
+		return false, 0, nil
+	}
 	switch kind {
 	case zoneFallback:
 		return m.serveFallback(ctx, w, r, name, zone)
@@ -215,6 +225,11 @@ func (m *Multicluster) serveClusterset(ctx context.Context, w dns.ResponseWriter
 		return m.servfail(w, r)
 	}
 	q := r.Question[0]
+	if q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR {
+		// A transfer that reached the plugin: no transfer plugin in this
+		// server block serves it. Refused, as the kubernetes plugin does.
+		return m.refuse(ctx, w, r)
+	}
 	zone = q.Name[len(q.Name)-len(zone):]
 	a := m.name(parseRequest(name, zone), q.Name, q.Qtype, zone)
 	if a.rcode == dns.RcodeNameError && m.Fall.Through(name) {
@@ -242,6 +257,16 @@ func (m *Multicluster) serveReverse(ctx context.Context, w dns.ResponseWriter, r
 		return false, 0, nil
 	}
 	return m.write(w, r, q.Name[len(q.Name)-len(zone):], a, metrics.WithServer(ctx), zoneReverse)
+}
+
+// refuse writes REFUSED for a query of a clusterset zone the plugin does
+// not serve: another class, or a zone transfer.
+func (m *Multicluster) refuse(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (handled bool, rcode int, err error) {
+	resp := new(dns.Msg)
+	resp.SetRcode(r, dns.RcodeRefused)
+	m.counters.request(metrics.WithServer(ctx), zoneClusterset, outcomeRefused)
+	w.WriteMsg(resp)
+	return true, dns.RcodeSuccess, nil
 }
 
 // servfail writes SERVFAIL for a clusterset name the plugin cannot answer:
@@ -278,7 +303,7 @@ func (m *Multicluster) write(w dns.ResponseWriter, r *dns.Msg, zone string, a an
 		m.counters.policy(server, ruleLocalPreferred)
 	}
 	if len(a.answer) == 0 {
-		resp.Ns = []dns.RR{soa(zone, m.index.serial.Load(), m.ttl)}
+		resp.Ns = []dns.RR{soa(zone, m.serial(), m.ttl)}
 		result = outcomeNodata
 		if a.rcode == dns.RcodeNameError {
 			result = outcomeNXDomain

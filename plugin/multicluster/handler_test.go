@@ -9,6 +9,8 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	core "k8s.io/api/core/v1"
+
+	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
 )
 
 // fakeLocal is a set of local ClusterIP Services, each with a ready endpoint.
@@ -24,6 +26,8 @@ func (f fakeLocal) readyEndpoints(namespace, name string) bool {
 	return f[serviceKey{namespace: namespace, name: name}]
 }
 func (f fakeLocal) byClusterIP(string) []*object.Service { return nil }
+func (f fakeLocal) byEndpointIP(string) []serviceKey     { return nil }
+func (f fakeLocal) modified() int64                      { return 0 }
 func (f fakeLocal) hasSynced() bool                      { return true }
 
 // nextHandler stands for the plugin after multicluster: it answers every
@@ -61,7 +65,7 @@ func (d importDef) fields() importFields {
 
 // newTestPlugin returns a synced plugin serving clusterset.local and the
 // reverse zones, with cluster.local as a fallback zone.
-func newTestPlugin(t testing.TB, imports []importDef, local fakeLocal) (*Multicluster, *nextHandler) {
+func newTestPlugin(t testing.TB, imports []importDef, local localServices) (*Multicluster, *nextHandler) {
 	t.Helper()
 	m := New()
 	m.Zones = []string{"clusterset.local.", "in-addr.arpa.", "ip6.arpa."}
@@ -179,6 +183,14 @@ func checkCase(t *testing.T, m *Multicluster, tc test.Case) {
 	resp := rec.Msg
 	if resp == nil {
 		t.Fatalf("no response written")
+	}
+	if err := dnscheck.Distinct(resp); err != nil {
+		t.Errorf("%s %s: %v", tc.Qname, dns.TypeToString[tc.Qtype], err)
+	}
+	if _, err := tc.Msg().Pack(); err != nil {
+		// A name no client can send; the answer repeats it.
+	} else if _, err := resp.Pack(); err != nil {
+		t.Errorf("%s %s: the answer cannot be sent: %v", tc.Qname, dns.TypeToString[tc.Qtype], err)
 	}
 	if !resp.Authoritative && resp.Rcode != dns.RcodeRefused {
 		t.Errorf("answer is not authoritative")
@@ -319,14 +331,33 @@ func TestNonASCIINamePassesOn(t *testing.T) {
 	}
 }
 
-func TestPassThroughOutsideQuestionRules(t *testing.T) {
+// Other classes: a clusterset name is the plugin's, and refused in any
+// class but IN (before, a CH query went on to forward); a fallback or
+// reverse name goes on, as the kubernetes plugin would take it.
+func TestOtherClasses(t *testing.T) {
 	m, next := newTestPlugin(t, testImports, testLocal)
-	r := new(dns.Msg)
-	r.SetQuestion("web.ns1.svc.clusterset.local.", dns.TypeA)
-	r.Question[0].Qclass = dns.ClassCHAOS
-	rec := dnstest.NewRecorder(&test.ResponseWriter{})
-	m.ServeDNS(context.Background(), rec, r)
-	if next.calls != 1 {
-		t.Errorf("CHAOS class query: next plugin ran %d times, want 1", next.calls)
+	for _, tc := range []struct {
+		name   string
+		class  uint16
+		passed bool
+	}{
+		{"web.ns1.svc.clusterset.local.", dns.ClassCHAOS, false},
+		{"clusterset.local.", dns.ClassHESIOD, false},
+		{"nothing.ns1.svc.clusterset.local.", dns.ClassANY, false},
+		{"remote.ns1.svc.cluster.local.", dns.ClassCHAOS, true},
+		{"1.0.0.10.in-addr.arpa.", dns.ClassCHAOS, true},
+	} {
+		r := new(dns.Msg)
+		r.SetQuestion(tc.name, dns.TypeA)
+		r.Question[0].Qclass = tc.class
+		rec := dnstest.NewRecorder(&test.ResponseWriter{})
+		calls := next.calls
+		m.ServeDNS(context.Background(), rec, r)
+		if passed := next.calls > calls; passed != tc.passed {
+			t.Errorf("%s class %s: passed on %v, want %v", tc.name, dns.ClassToString[tc.class], passed, tc.passed)
+		}
+		if !tc.passed && (rec.Msg == nil || rec.Msg.Rcode != dns.RcodeRefused) {
+			t.Errorf("%s class %s: %v, want REFUSED", tc.name, dns.ClassToString[tc.class], rec.Msg)
+		}
 	}
 }

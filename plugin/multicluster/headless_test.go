@@ -22,7 +22,7 @@ func addSlice(t *testing.T, m *Multicluster, ns, svc, cluster, name string, fami
 		AddressType: family,
 		Endpoints:   endpoints,
 		Ports:       []discovery.EndpointPort{{Name: &pname, Protocol: (*corev1.Protocol)(&proto), Port: &port}},
-	})
+	}, len(defaultZone))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,4 +122,11 @@ func TestServePTR(t *testing.T) {
 	} {
 		t.Run(tc.Qname, func(t *testing.T) { checkCase(t, m, tc) })
 	}
+}
+
+// endpointsOf returns every endpoint of a view, in the order answers use.
+func endpointsOf(v *view) []endpoint {
+	var out []endpoint
+	v.eachEndpoint(func(e endpoint) { out = append(out, e) })
+	return out
 }

@@ -3,6 +3,7 @@ package multicluster
 import (
 	"cmp"
 	"maps"
+	"math"
 	"net"
 	"net/netip"
 	"slices"
@@ -29,7 +30,10 @@ type servicePort struct {
 
 // endpoint is one ready address of a headless import.
 type endpoint struct {
-	host    string // the endpoint's hostname, else its address with '.' and ':' turned into '-'
+	// host is the endpoint's hostname, else its address with '.' and ':'
+	// turned into '-'; empty when it has no host.cluster name (its slice
+	// names no cluster, or the name would not fit in a DNS name).
+	host    string
 	cluster string // empty when its slice names no source cluster
 	ip      net.IP
 	v6      bool
@@ -78,39 +82,49 @@ type view struct {
 	eps *endpointSet
 }
 
-// endpointSet is the ready endpoints of a headless import.
+// endpointSet is the ready endpoints of a headless import: the specs of its
+// slices themselves, shared with the sources and with the views before and
+// after, so that a slice's change costs that slice and a copy of pointers.
 type endpointSet struct {
-	// all, ordered by cluster, host and address: every cluster's, for
-	// host.cluster names and PTR.
-	all []endpoint
-	// served are the endpoints the service's own names answer with: all of
-	// them, or the local cluster's alone (localOnly).
-	served []endpoint
-}
-
-// endpoints returns every ready endpoint of a headless import.
-func (v *view) endpoints() []endpoint {
-	if v.eps == nil {
-		return nil
-	}
-	return v.eps.all
-}
-
-// served returns the endpoints the service's own names answer with.
-func (v *view) served() []endpoint {
-	if v.eps == nil {
-		return nil
-	}
-	return v.eps.served
+	// slices are ordered by cluster, then slice name; each slice's
+	// endpoints by host name, then address.
+	slices []*sliceSpec
+	// served are the slices whose endpoints the service's own names answer
+	// with: all of them, or the local cluster's alone (localOnly).
+	served []*sliceSpec
+	n4, n6 int // addresses in slices, by family
+	s4, s6 int // addresses in served, by family
+	// dups: some address, or some host name, occurs in more than one slice
+	// (or under two names), so answers built from several slices drop
+	// repeated records before they are sent.
+	dups bool
+	// ents are the intermediate names of multi-label cluster ids
+	// ("west.prod" of host.east.west.prod), which exist because names exist
+	// below them (RFC 8020): NODATA, not NXDOMAIN. Nil when no cluster id
+	// has several labels.
+	ents map[string]struct{}
 }
 
 // readyEndpoints reports whether a headless import has a ready address.
-func (v *view) readyEndpoints() bool { return len(v.endpoints()) > 0 }
+func (v *view) readyEndpoints() bool { return v.eps != nil && v.eps.n4+v.eps.n6 > 0 }
+
+// eachEndpoint calls f for every ready endpoint of a headless import, slice
+// by slice.
+func (v *view) eachEndpoint(f func(endpoint)) {
+	if v.eps == nil {
+		return
+	}
+	for _, s := range v.eps.slices {
+		for _, e := range s.endpoints {
+			f(e)
+		}
+	}
+}
 
 // ptrTarget is what a known address points back to.
 type ptrTarget struct {
 	key     serviceKey
-	host    string // empty for a ClusterSetIP, or an endpoint without a cluster
+	host    string // empty for the service's own name
 	cluster string
 }
 
@@ -135,30 +149,52 @@ func comparePTR(a, b ptrTarget) int {
 	)
 }
 
+// ptrRef is a name an address points back to, and how many times the
+// objects behind the index give it: two slices may report one endpoint.
+type ptrRef struct {
+	ptrTarget
+	refs int32
+}
+
+// reverseChange adds (delta 1) or removes (-1) one reference of an address
+// to a name.
+type reverseChange struct {
+	addr  netip.Addr
+	t     ptrTarget
+	delta int32
+}
+
 // index is the plugin's only shared state: the views of all imported
 // services, how many imports each namespace holds, and a reverse map for PTR.
-// Writers replace whole views under the lock; readers take the read lock only
-// for the map lookup.
+// Views are built outside any lock: publishing one is a pointer swap under
+// mu. The reverse map has its own lock, so that a change to it, whose work
+// is proportional to the change, never delays a forward lookup.
 type index struct {
 	mu         sync.RWMutex
 	views      map[serviceKey]*view
 	namespaces map[string]int
-	reverse    map[netip.Addr][]ptrTarget
 	// derivedBy maps a derived Service, named by an import's annotation,
 	// back to the imports that name it, for PTR queries of its ClusterIPs.
 	derivedBy map[serviceKey][]serviceKey
+	derived   atomic.Int32 // len(derivedBy)
 
-	serial atomic.Uint32 // Unix time of the last change, the zones' SOA serial
+	rmu     sync.RWMutex
+	reverse map[netip.Addr][]ptrRef
+
+	serial serialClock // the zones' SOA serial
+	// localModified is the last change of local Services seen, by which the
+	// serial follows derived Services (resolver.serial).
+	localModified atomic.Int64
 }
 
 func newIndex() *index {
 	x := &index{
 		views:      make(map[serviceKey]*view),
 		namespaces: make(map[string]int),
-		reverse:    make(map[netip.Addr][]ptrTarget),
+		reverse:    make(map[netip.Addr][]ptrRef),
 		derivedBy:  make(map[serviceKey][]serviceKey),
 	}
-	x.touch()
+	x.serial.tick()
 	return x
 }
 
@@ -178,11 +214,12 @@ func (x *index) hasNamespace(namespace string) bool {
 	return n > 0
 }
 
-// reverseLookup returns the names an address points back to.
-func (x *index) reverseLookup(addr netip.Addr) []ptrTarget {
-	x.mu.RLock()
+// reverseLookup returns the names an address points back to. The slice is
+// never changed once returned.
+func (x *index) reverseLookup(addr netip.Addr) []ptrRef {
+	x.rmu.RLock()
 	t := x.reverse[addr]
-	x.mu.RUnlock()
+	x.rmu.RUnlock()
 	return t
 }
 
@@ -196,12 +233,7 @@ func (x *index) derivedImports(key serviceKey) []serviceKey {
 }
 
 // hasDerived reports whether some import names a derived Service.
-func (x *index) hasDerived() bool {
-	x.mu.RLock()
-	n := len(x.derivedBy)
-	x.mu.RUnlock()
-	return n > 0
-}
+func (x *index) hasDerived() bool { return x.derived.Load() > 0 }
 
 // snapshot returns every view, ordered by namespace and name.
 func (x *index) snapshot() []*view {
@@ -222,106 +254,232 @@ func (x *index) len() int {
 	return n
 }
 
-// put publishes v, replacing the view of the same service; a nil v removes
-// the view of key.
-func (x *index) put(key serviceKey, v *view) {
-	x.mu.Lock()
-	old := x.views[key]
-	if old != nil {
-		x.unlinkLocked(old)
+// put publishes v as the view of key in place of old, the view published
+// before (nil if none); a nil v removes it. Only the writer of key calls it
+// (sources, under its lock), so old is current. The reverse map changes by
+// what differs between old and v, and the serial moves.
+func (x *index) put(key serviceKey, old, v *view) {
+	if old == v {
+		return
 	}
+	if changes := reverseDiff(old, v); len(changes) > 0 {
+		x.rmu.Lock()
+		for _, c := range changes {
+			x.applyReverseLocked(c)
+		}
+		x.rmu.Unlock()
+	}
+	x.mu.Lock()
 	if v != nil {
 		x.views[key] = v
-		x.namespaces[key.namespace]++
-		x.linkLocked(v)
-	} else if old != nil {
+	} else {
 		delete(x.views, key)
 	}
-	x.mu.Unlock()
-	x.touch()
-}
-
-func (x *index) linkLocked(v *view) {
-	if v.derived != "" {
-		d := serviceKey{namespace: v.key.namespace, name: v.derived}
-		x.derivedBy[d] = append(slices.Clip(x.derivedBy[d]), v.key)
-	}
-	for _, ip := range v.ipv4 {
-		x.addReverseLocked(ip, ptrTarget{key: v.key})
-	}
-	for _, ip := range v.ipv6 {
-		x.addReverseLocked(ip, ptrTarget{key: v.key})
-	}
-	for _, e := range v.endpoints() {
-		t := ptrTarget{key: v.key, host: e.host, cluster: e.cluster}
-		if e.cluster == "" {
-			t.host = "" // no host.cluster name: the service's own name
+	if (old == nil) != (v == nil) {
+		n := x.namespaces[key.namespace] - 1
+		if v != nil {
+			n += 2
 		}
-		x.addReverseLocked(e.ip, t)
+		if n <= 0 {
+			delete(x.namespaces, key.namespace)
+		} else {
+			x.namespaces[key.namespace] = n
+		}
 	}
+	if derivedOf(old) != derivedOf(v) {
+		x.relinkDerivedLocked(key, derivedOf(old), derivedOf(v))
+	}
+	x.mu.Unlock()
+	x.serial.tick()
 }
 
-func (x *index) unlinkLocked(v *view) {
-	if n := x.namespaces[v.key.namespace]; n <= 1 {
-		delete(x.namespaces, v.key.namespace)
-	} else {
-		x.namespaces[v.key.namespace] = n - 1
+func derivedOf(v *view) string {
+	if v == nil {
+		return ""
 	}
-	if v.derived != "" {
-		// Copied, not edited in place: readers may hold the old slice.
-		d := serviceKey{namespace: v.key.namespace, name: v.derived}
-		kept := slices.DeleteFunc(slices.Clone(x.derivedBy[d]), func(k serviceKey) bool { return k == v.key })
+	return v.derived
+}
+
+// relinkDerivedLocked moves key from the imports of the derived Service
+// before to those of after (either may be empty). Lists are copied, never
+// edited in place: readers may hold the old ones.
+func (x *index) relinkDerivedLocked(key serviceKey, before, after string) {
+	if before != "" {
+		d := serviceKey{namespace: key.namespace, name: before}
+		kept := slices.DeleteFunc(slices.Clone(x.derivedBy[d]), func(k serviceKey) bool { return k == key })
 		if len(kept) == 0 {
 			delete(x.derivedBy, d)
 		} else {
 			x.derivedBy[d] = kept
 		}
 	}
+	if after != "" {
+		d := serviceKey{namespace: key.namespace, name: after}
+		x.derivedBy[d] = append(slices.Clip(x.derivedBy[d]), key)
+	}
+	x.derived.Store(int32(min(len(x.derivedBy), math.MaxInt32))) // #nosec G115 -- bounded above
+}
+
+// reverseDiff lists what changes in the reverse map when old is replaced by
+// v (either may be nil). Slices both views hold are skipped; a slice that
+// changed is compared with its former self endpoint by endpoint, so the work
+// is proportional to what changed.
+func reverseDiff(old, v *view) []reverseChange {
+	var changes []reverseChange
+	if old == nil || v == nil || !slices.EqualFunc(old.ipv4, v.ipv4, net.IP.Equal) || !slices.EqualFunc(old.ipv6, v.ipv6, net.IP.Equal) {
+		changes = appendAddresses(changes, old, -1)
+		changes = appendAddresses(changes, v, 1)
+	}
+	var before, after []*sliceSpec
+	if old != nil && old.eps != nil {
+		before = old.eps.slices
+	}
+	if v != nil && v.eps != nil {
+		after = v.eps.slices
+	}
+	// Both are ordered by cluster and name: walk them side by side.
+	i, j := 0, 0
+	for i < len(before) || j < len(after) {
+		c := 0
+		switch {
+		case i == len(before):
+			c = 1
+		case j == len(after):
+			c = -1
+		default:
+			c = compareSlices(before[i], after[j])
+		}
+		switch {
+		case c < 0:
+			changes = appendEndpoints(changes, before[i].endpoints, old.key, -1)
+			i++
+		case c > 0:
+			changes = appendEndpoints(changes, after[j].endpoints, v.key, 1)
+			j++
+		default:
+			if before[i] != after[j] {
+				changes = diffEndpoints(changes, before[i].endpoints, after[j].endpoints, v.key)
+			}
+			i++
+			j++
+		}
+	}
+	return changes
+}
+
+// appendAddresses appends a change for each ClusterSetIP address of v.
+func appendAddresses(changes []reverseChange, v *view, delta int32) []reverseChange {
+	if v == nil {
+		return changes
+	}
 	for _, ip := range v.ipv4 {
-		x.removeReverseLocked(ip, v.key)
+		changes = appendChange(changes, ip, ptrTarget{key: v.key}, delta)
 	}
 	for _, ip := range v.ipv6 {
-		x.removeReverseLocked(ip, v.key)
+		changes = appendChange(changes, ip, ptrTarget{key: v.key}, delta)
 	}
-	for _, e := range v.endpoints() {
-		x.removeReverseLocked(e.ip, v.key)
+	return changes
+}
+
+// compareSlices orders slices by cluster, then name.
+func compareSlices(a, b *sliceSpec) int {
+	return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.name, b.name))
+}
+
+func appendEndpoints(changes []reverseChange, eps []endpoint, key serviceKey, delta int32) []reverseChange {
+	for _, e := range eps {
+		changes = appendChange(changes, e.ip, e.target(key), delta)
+	}
+	return changes
+}
+
+// diffEndpoints appends the changes from the endpoints a to b of one slice,
+// both ordered by host and address.
+func diffEndpoints(changes []reverseChange, a, b []endpoint, key serviceKey) []reverseChange {
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		c := 0
+		switch {
+		case i == len(a):
+			c = 1
+		case j == len(b):
+			c = -1
+		default:
+			c = cmp.Or(cmp.Compare(a[i].host, b[j].host), cmp.Compare(a[i].cluster, b[j].cluster), compareIP(a[i].ip, b[j].ip))
+		}
+		switch {
+		case c < 0:
+			changes = appendChange(changes, a[i].ip, a[i].target(key), -1)
+			i++
+		case c > 0:
+			changes = appendChange(changes, b[j].ip, b[j].target(key), 1)
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	return changes
+}
+
+// target is the name an endpoint's address points back to: its host.cluster
+// name, or the service's own name when it has none.
+func (e endpoint) target(key serviceKey) ptrTarget {
+	if e.host == "" {
+		return ptrTarget{key: key}
+	}
+	return ptrTarget{key: key, host: e.host, cluster: e.cluster}
+}
+
+func appendChange(changes []reverseChange, ip net.IP, t ptrTarget, delta int32) []reverseChange {
+	addr, ok := netip.AddrFromSlice(ip)
+	if !ok {
+		return changes
+	}
+	return append(changes, reverseChange{addr: addr.Unmap(), t: t, delta: delta})
+}
+
+// applyReverseLocked applies one change. The list of an address is copied,
+// never edited in place: readers may hold the old one.
+func (x *index) applyReverseLocked(c reverseChange) {
+	old := x.reverse[c.addr]
+	i := slices.IndexFunc(old, func(r ptrRef) bool { return r.ptrTarget == c.t })
+	switch {
+	case i < 0 && c.delta > 0:
+		x.reverse[c.addr] = append(slices.Clip(old), ptrRef{ptrTarget: c.t, refs: c.delta})
+	case i < 0:
+		// Never given: nothing to take back.
+	case old[i].refs+c.delta > 0:
+		refs := slices.Clone(old)
+		refs[i].refs += c.delta
+		x.reverse[c.addr] = refs
+	case len(old) == 1:
+		delete(x.reverse, c.addr)
+	default:
+		x.reverse[c.addr] = slices.Delete(slices.Clone(old), i, i+1)
 	}
 }
 
-func (x *index) addReverseLocked(ip net.IP, t ptrTarget) {
-	addr, ok := netip.AddrFromSlice(ip)
-	if !ok {
-		return
-	}
-	addr = addr.Unmap()
-	for _, have := range x.reverse[addr] {
-		if have == t {
+// serialClock is the SOA serial: the Unix time of the last change, or one
+// past the serial before when two changes fall in one second, so that every
+// change has a serial of its own and serials never go back.
+type serialClock struct{ v atomic.Uint32 }
+
+// Load returns the current serial.
+func (c *serialClock) Load() uint32 { return c.v.Load() }
+
+// tick moves the serial on: to now, or to one past the last, whichever is
+// later in serial number arithmetic (RFC 1982).
+func (c *serialClock) tick() {
+	now := uint32(time.Now().Unix()) // #nosec G115 -- Unix time as SOA serial, as the kubernetes plugin does
+	for {
+		last := c.v.Load()
+		next := now
+		if !serialBefore(last, now) {
+			next = last + 1
+		}
+		if c.v.CompareAndSwap(last, next) {
 			return
 		}
 	}
-	x.reverse[addr] = append(x.reverse[addr], t)
 }
-
-// removeReverseLocked drops every target of key at ip. The slice is copied,
-// never edited in place, because readers may hold the old one.
-func (x *index) removeReverseLocked(ip net.IP, key serviceKey) {
-	addr, ok := netip.AddrFromSlice(ip)
-	if !ok {
-		return
-	}
-	addr = addr.Unmap()
-	old := x.reverse[addr]
-	kept := make([]ptrTarget, 0, len(old))
-	for _, t := range old {
-		if t.key != key {
-			kept = append(kept, t)
-		}
-	}
-	if len(kept) == 0 {
-		delete(x.reverse, addr)
-		return
-	}
-	x.reverse[addr] = kept
-}
-
-func (x *index) touch() { x.serial.Store(uint32(time.Now().Unix())) } // #nosec G115 -- Unix time as SOA serial, as the kubernetes plugin does

@@ -3,6 +3,8 @@ package multicluster
 import (
 	"net"
 	"reflect"
+	"strings"
+	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin/kubernetes"
 	"github.com/coredns/coredns/plugin/kubernetes/object"
@@ -21,6 +23,13 @@ type localServices interface {
 	// byClusterIP returns the Services that have ip, in its canonical form,
 	// among their ClusterIPs (PTR of derived Services).
 	byClusterIP(ip string) []*object.Service
+	// byEndpointIP returns the local Services that have an endpoint at ip,
+	// in its canonical form (PTR: local wins). Multicluster slices, which
+	// name no local Service, are not among them.
+	byEndpointIP(ip string) []serviceKey
+	// modified returns a value that changes whenever a local Service does,
+	// so that the serial follows derived Services.
+	modified() int64
 	hasSynced() bool
 }
 
@@ -31,6 +40,8 @@ type kubernetesCache interface {
 	SvcIndex(string) []*object.Service
 	SvcIndexReverse(string) []*object.Service
 	EpIndex(string) []*object.Endpoints
+	EpIndexReverse(string) []*object.Endpoints
+	Modified(kubernetes.ModifiedMode) int64
 	HasSynced() bool
 }
 
@@ -64,6 +75,22 @@ func (k kubernetesServices) byClusterIP(ip string) []*object.Service {
 	return k.cache.SvcIndexReverse(ip)
 }
 
+// byEndpointIP reads the Service of each slice from the kubernetes plugin's
+// index key, svc.ns (object.EndpointsKey). The kubernetes plugin caches every
+// EndpointSlice, multicluster ones too; those carry no
+// kubernetes.io/service-name label, so their service part is empty.
+func (k kubernetesServices) byEndpointIP(ip string) []serviceKey {
+	var keys []serviceKey
+	for _, e := range k.cache.EpIndexReverse(ip) {
+		if name, _, ok := strings.Cut(e.Index, "."); ok && name != "" {
+			keys = append(keys, serviceKey{namespace: e.Namespace, name: name})
+		}
+	}
+	return keys
+}
+
+func (k kubernetesServices) modified() int64 { return k.cache.Modified(kubernetes.ModifiedInternal) }
+
 func (k kubernetesServices) hasSynced() bool { return k.cache.HasSynced() }
 
 // kubernetesCachesEndpoints reports whether the kubernetes plugin k watches
@@ -85,8 +112,9 @@ func kubernetesCachesEndpoints(k *kubernetes.Kubernetes) bool {
 // servers without a kubernetes plugin. It does not watch endpoints: setup
 // refuses failover without the kubernetes plugin.
 type informerServices struct {
-	store  cache.Indexer // indexed by ClusterIP, see clusterIPIndexers
-	synced func() bool
+	store   cache.Indexer // indexed by ClusterIP, see clusterIPIndexers
+	synced  func() bool
+	changes *atomic.Int64 // moved by the informer on every Service event
 }
 
 // byClusterIPIndex is the index of informerServices.store by ClusterIP.
@@ -111,6 +139,15 @@ func (s informerServices) service(namespace, name string) *object.Service {
 }
 
 func (s informerServices) readyEndpoints(string, string) bool { return false }
+
+func (s informerServices) byEndpointIP(string) []serviceKey { return nil }
+
+func (s informerServices) modified() int64 {
+	if s.changes == nil {
+		return 0
+	}
+	return s.changes.Load()
+}
 
 func (s informerServices) byClusterIP(ip string) []*object.Service {
 	objs, err := s.store.ByIndex(byClusterIPIndex, ip)

@@ -19,10 +19,11 @@ const (
 	outcomeFallthrough                // would-be NXDOMAIN passed on by fallthrough
 	outcomeLocal                      // fallback name of an import shadowed by a local Service
 	outcomePassed                     // fallback name of an import that has no such record, passed on
+	outcomeRefused                    // another class, or a zone transfer without the transfer plugin
 	outcomes
 )
 
-var outcomeNames = [outcomes]string{"answer", "nodata", "nxdomain", "servfail", "fallthrough", "local", "passed"}
+var outcomeNames = [outcomes]string{"answer", "nodata", "nxdomain", "servfail", "fallthrough", "local", "passed", "refused"}
 
 func (o outcome) String() string { return outcomeNames[o] }
 

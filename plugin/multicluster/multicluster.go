@@ -4,6 +4,7 @@
 package multicluster
 
 import (
+	"slices"
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
@@ -116,4 +117,16 @@ func firstForwardZone(zones []string) string {
 // nothing missing.
 func (m *Multicluster) serving() bool {
 	return m.degraded.Load() == nil && m.synced.Load()
+}
+
+// longestZone returns the length of the longest zone the plugin answers
+// names in.
+func (m *Multicluster) longestZone() int {
+	n := 0
+	for _, z := range append(slices.Clip(m.Zones), m.Fallback...) {
+		if !isReverseZone(z) {
+			n = max(n, len(z))
+		}
+	}
+	return n
 }

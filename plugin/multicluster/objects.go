@@ -42,6 +42,9 @@ type importSpec struct {
 }
 
 // sliceSpec is a multicluster EndpointSlice reduced to its ready endpoints.
+// Like views, it is immutable once made: the view of a headless import holds
+// the specs of its slices themselves, so that a slice's change replaces one
+// of them and leaves the others as they are.
 type sliceSpec struct {
 	*object.Empty
 	key             serviceKey // the import it belongs to
@@ -49,7 +52,11 @@ type sliceSpec struct {
 	resourceVersion string
 	cluster         string // empty when the slice has no source-cluster label
 	ports           []servicePort
-	endpoints       []endpoint
+	// endpoints are ordered by host name, then address: those without a
+	// host name first, the addresses of one name adjacent.
+	endpoints []endpoint
+	anonymous int // endpoints[:anonymous] have no host name
+	n4, n6    int // addresses by family
 }
 
 // importFields is the part of a ServiceImport, in any version, that DNS reads.
@@ -144,12 +151,15 @@ func isNone(s string) bool { return strings.EqualFold(s, "None") }
 // parseClusterSetIPs keeps every address of spec.ips, once each, by family
 // and in the order given. Controllers that give each exporting cluster's
 // ClusterIP (the AWS Cloud Map controller) list several of one family.
+// Addresses no Service or endpoint may have are dropped (specialIP).
 func parseClusterSetIPs(ips []string) (v4, v6 []net.IP, problems []string) {
 	for _, s := range ips {
 		ip := net.ParseIP(s)
 		switch {
 		case ip == nil:
 			problems = append(problems, fmt.Sprintf("spec.ips: %q is not an IP address; skipped", s))
+		case specialIP(ip) != "":
+			problems = append(problems, fmt.Sprintf("spec.ips: %s is %s; skipped", s, specialIP(ip)))
 		case ip.To4() != nil:
 			if !slices.ContainsFunc(v4, ip.Equal) {
 				v4 = append(v4, ip.To4())
@@ -161,6 +171,31 @@ func parseClusterSetIPs(ips []string) (v4, v6 []net.IP, problems []string) {
 		}
 	}
 	return v4, v6, problems
+}
+
+// specialIP says why ip can be neither a ClusterSetIP nor an endpoint, or
+// returns "". The API server refuses the unspecified, loopback, link-local
+// and link-local multicast addresses in EndpointSlices (ValidateEndpointIP,
+// pkg/apis/core/validation/validation.go in Kubernetes v1.37.1); spec.ips of
+// a ServiceImport is not validated at all, so the plugin applies the same
+// rule there, and refuses any multicast address and the IPv4 broadcast
+// address too, which no Service answers at. An import must not be able to
+// name 169.254.169.254 (a cloud's metadata server) or 127.0.0.1 for its
+// service.
+func specialIP(ip net.IP) string {
+	switch {
+	case ip.IsUnspecified():
+		return "the unspecified address"
+	case ip.IsLoopback():
+		return "a loopback address"
+	case ip.IsLinkLocalUnicast():
+		return "a link-local address"
+	case ip.IsMulticast():
+		return "a multicast address"
+	case ip.Equal(net.IPv4bcast):
+		return "the broadcast address"
+	}
+	return ""
 }
 
 // appendPorts validates ports the way Services constrain them: 1..65535, a
@@ -194,8 +229,15 @@ func appendPorts(dst []servicePort, ports []portFields, problems []string) ([]se
 	return dst, problems
 }
 
+// maxNameLength is the longest name, in presentation form with its final
+// dot, that fits the 255 octets of a name on the wire (RFC 1035, 2.3.4).
+const maxNameLength = 254
+
 // newSliceSpec reduces a multicluster EndpointSlice to its ready endpoints.
-func newSliceSpec(es *discovery.EndpointSlice) (s *sliceSpec, problems []string, err error) {
+// longestZone is the length of the longest zone its names are answered in;
+// an endpoint whose host.cluster name would not fit a DNS name there keeps
+// its address but gets no host name.
+func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, problems []string, err error) {
 	svc := es.Labels[labelServiceName]
 	if errs := validation.IsDNS1123Label(svc); len(errs) > 0 {
 		return nil, nil, fmt.Errorf("label %s=%q is not a service name", labelServiceName, svc)
@@ -215,20 +257,24 @@ func newSliceSpec(es *discovery.EndpointSlice) (s *sliceSpec, problems []string,
 	}
 	var ports []portFields
 	for _, p := range es.Ports {
-		f := portFields{protocol: string(corev1.ProtocolTCP)}
+		if p.Port == nil {
+			// "All ports" (discovery/v1 EndpointPort): valid, but there is no
+			// port number to answer SRV with.
+			continue
+		}
+		f := portFields{protocol: string(corev1.ProtocolTCP), port: *p.Port}
 		if p.Name != nil {
 			f.name = *p.Name
 		}
 		if p.Protocol != nil {
 			f.protocol = string(*p.Protocol)
 		}
-		if p.Port != nil {
-			f.port = *p.Port
-		}
 		ports = append(ports, f)
 	}
 	s.ports, problems = appendPorts(nil, ports, nil)
 
+	// host.cluster.svc.ns.svc.ZONE: what a host name leaves room for.
+	room := maxNameLength - (len(cluster) + 1 + len(svc) + 1 + len(es.Namespace) + len(".svc.") + longestZone) - 1
 	family := es.AddressType
 	for _, e := range es.Endpoints {
 		if e.Conditions.Ready != nil && !*e.Conditions.Ready {
@@ -248,6 +294,10 @@ func newSliceSpec(es *discovery.EndpointSlice) (s *sliceSpec, problems []string,
 				problems = append(problems, fmt.Sprintf("endpoint address %q is not an IP address; skipped", a))
 				continue
 			}
+			if why := specialIP(ip); why != "" {
+				problems = append(problems, fmt.Sprintf("endpoint address %s is %s; skipped", a, why))
+				continue
+			}
 			v6 := ip.To4() == nil
 			if (family == discovery.AddressTypeIPv4 && v6) || (family == discovery.AddressTypeIPv6 && !v6) {
 				problems = append(problems, fmt.Sprintf("endpoint address %s does not match addressType %s; skipped", a, family))
@@ -256,11 +306,33 @@ func newSliceSpec(es *discovery.EndpointSlice) (s *sliceSpec, problems []string,
 			if !v6 {
 				ip = ip.To4()
 			}
-			host := hostname
-			if host == "" {
-				host = dashedIP(a)
+			host := ""
+			if cluster != "" {
+				host = hostname
+				if host == "" {
+					host = dashedIP(a)
+				}
+				if len(host) > room {
+					problems = append(problems, fmt.Sprintf("endpoint %s: the name %s.%s.svc.%s.svc.<zone> would exceed 255 octets; it answers for the service's name only", a, host, cluster, es.Namespace))
+					host = ""
+				}
 			}
 			s.endpoints = append(s.endpoints, endpoint{host: host, cluster: cluster, ip: ip, v6: v6})
+		}
+	}
+	slices.SortFunc(s.endpoints, func(a, b endpoint) int {
+		return cmp.Or(cmp.Compare(a.host, b.host), compareIP(a.ip, b.ip))
+	})
+	// An address listed twice under one name answers once.
+	s.endpoints = slices.CompactFunc(s.endpoints, func(a, b endpoint) bool { return a.host == b.host && a.ip.Equal(b.ip) })
+	for _, e := range s.endpoints {
+		if e.host == "" {
+			s.anonymous++
+		}
+		if e.v6 {
+			s.n6++
+		} else {
+			s.n4++
 		}
 	}
 	return s, problems, nil
@@ -281,20 +353,36 @@ type viewPolicy struct {
 }
 
 // newView builds the view of a service from its import and the slices of
-// every cluster. imp must not be nil.
-func newView(imp *importSpec, slicesOf map[string]*sliceSpec, policy viewPolicy) *view {
+// every cluster (ss, nil when there are none). imp must not be nil. Its work
+// is proportional to the number of slices, not of endpoints: the view holds
+// the slices themselves.
+func newView(imp *importSpec, ss *serviceSlices, policy viewPolicy) *view {
+	var ordered []*sliceSpec
+	if ss != nil {
+		ordered = ss.ordered
+	}
 	if !imp.headless {
-		return newClusterSetIPView(imp, slicesOf, policy)
+		return newClusterSetIPView(imp, ordered, policy)
 	}
 	v := &view{key: imp.key, headless: true, preferClose: imp.preferClose, outOfScope: !policy.scope.allows(imp.key.namespace, imp.key.name)}
-	var all []endpoint
+	eps := &endpointSet{slices: ordered, served: ordered, dups: ss.duplicates()}
 	// A headless import's ports come from its slices (each cluster exports
 	// the same Service, so they agree); the import's ports are the fallback.
-	for _, s := range slicesOf {
-		all = append(all, s.endpoints...)
+	for i, s := range ordered {
+		eps.n4 += s.n4
+		eps.n6 += s.n6
 		for _, p := range s.ports {
 			if !slices.Contains(v.ports, p) {
 				v.ports = append(v.ports, p)
+			}
+		}
+		// Each cluster id of several labels once: its intermediate names.
+		if strings.IndexByte(s.cluster, '.') > 0 && len(s.endpoints) > s.anonymous && (i == 0 || ordered[i-1].cluster != s.cluster) {
+			if eps.ents == nil {
+				eps.ents = make(map[string]struct{})
+			}
+			for c := s.cluster; strings.IndexByte(c, '.') > 0; c = c[strings.IndexByte(c, '.')+1:] {
+				eps.ents[c] = struct{}{}
 			}
 		}
 	}
@@ -304,25 +392,20 @@ func newView(imp *importSpec, slicesOf map[string]*sliceSpec, policy viewPolicy)
 	slices.SortFunc(v.ports, func(a, b servicePort) int {
 		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.protocol, b.protocol), cmp.Compare(a.port, b.port))
 	})
-	slices.SortFunc(all, func(a, b endpoint) int {
-		return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.host, b.host), compareIP(a.ip, b.ip))
-	})
-	// The same address reported twice (two slices of one cluster) answers once.
-	all = slices.CompactFunc(all, func(a, b endpoint) bool {
-		return a.cluster == b.cluster && a.host == b.host && a.ip.Equal(b.ip)
-	})
-	v.eps = &endpointSet{all: all, served: all}
+	eps.s4, eps.s6 = eps.n4, eps.n6
 	if imp.preferClose && policy.localCluster != "" {
-		// Sorted by cluster, the local cluster's endpoints are one run.
-		lo := slices.IndexFunc(all, func(e endpoint) bool { return e.cluster == policy.localCluster })
-		if lo >= 0 {
-			hi := lo
-			for hi < len(all) && all[hi].cluster == policy.localCluster {
-				hi++
-			}
-			v.eps.served, v.localOnly = all[lo:hi:hi], true
+		// Ordered by cluster, the local cluster's slices are one run.
+		lo, _ := slices.BinarySearchFunc(ordered, policy.localCluster, func(s *sliceSpec, c string) int { return cmp.Compare(s.cluster, c) })
+		s4, s6, hi := 0, 0, lo
+		for ; hi < len(ordered) && ordered[hi].cluster == policy.localCluster; hi++ {
+			s4 += ordered[hi].n4
+			s6 += ordered[hi].n6
+		}
+		if s4+s6 > 0 {
+			eps.served, eps.s4, eps.s6, v.localOnly = ordered[lo:hi:hi], s4, s6, true
 		}
 	}
+	v.eps = eps
 	return v
 }
 
@@ -334,7 +417,7 @@ func newView(imp *importSpec, slicesOf map[string]*sliceSpec, policy viewPolicy)
 // writes one slice per cluster whose endpoint is that cluster's ClusterIP.
 // An import that prefers close endpoints answers with the local cluster's
 // addresses alone while it has one.
-func newClusterSetIPView(imp *importSpec, slicesOf map[string]*sliceSpec, policy viewPolicy) *view {
+func newClusterSetIPView(imp *importSpec, ordered []*sliceSpec, policy viewPolicy) *view {
 	// The watcher stamps the scope's verdict on the spec when it converts
 	// it; a spec made another way gets a view of its own with the verdict.
 	outOfScope := !policy.scope.allows(imp.key.namespace, imp.key.name)
@@ -346,11 +429,11 @@ func newClusterSetIPView(imp *importSpec, slicesOf map[string]*sliceSpec, policy
 		v.outOfScope = outOfScope
 		return &v
 	}
-	if imp.source == sourceSpec || len(slicesOf) == 0 {
+	if imp.source == sourceSpec || len(ordered) == 0 {
 		return spec()
 	}
 	collect := func(cluster string, all bool) (v4, v6 []net.IP) {
-		for _, s := range slicesOf {
+		for _, s := range ordered {
 			if !all && s.cluster != cluster {
 				continue
 			}

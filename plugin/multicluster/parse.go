@@ -30,6 +30,9 @@ type request struct {
 	protocol  string // without its leading underscore
 	host      string
 	cluster   string
+	// labels is host.cluster, the labels below the service of a kindHost
+	// name.
+	labels string
 }
 
 // underService reports whether the request names a service or a name below one:
@@ -130,6 +133,7 @@ func parseRequest(name, zone string) request {
 	r.kind = kindHost
 	r.host = first
 	r.cluster = after
+	r.labels = rest
 	return r
 }
 

@@ -23,9 +23,9 @@ func TestParseRequest(t *testing.T) {
 		{"_http._tcp.web.ns1.svc.clusterset.local.", request{kind: kindPort, service: "web", namespace: "ns1", port: "http", protocol: "tcp"}},
 		{"_dns._udp.web.ns1.svc.clusterset.local.", request{kind: kindPort, service: "web", namespace: "ns1", port: "dns", protocol: "udp"}},
 		{"east.web.ns1.svc.clusterset.local.", request{kind: kindReserved, service: "web", namespace: "ns1", cluster: "east"}},
-		{"pod-0.east.web.ns1.svc.clusterset.local.", request{kind: kindHost, service: "web", namespace: "ns1", host: "pod-0", cluster: "east"}},
-		{"pod-0.east.prod.web.ns1.svc.clusterset.local.", request{kind: kindHost, service: "web", namespace: "ns1", host: "pod-0", cluster: "east.prod"}},
-		{"10-0-0-1.c1.web.ns1.svc.clusterset.local.", request{kind: kindHost, service: "web", namespace: "ns1", host: "10-0-0-1", cluster: "c1"}},
+		{"pod-0.east.web.ns1.svc.clusterset.local.", request{kind: kindHost, service: "web", namespace: "ns1", host: "pod-0", cluster: "east", labels: "pod-0.east"}},
+		{"pod-0.east.prod.web.ns1.svc.clusterset.local.", request{kind: kindHost, service: "web", namespace: "ns1", host: "pod-0", cluster: "east.prod", labels: "pod-0.east.prod"}},
+		{"10-0-0-1.c1.web.ns1.svc.clusterset.local.", request{kind: kindHost, service: "web", namespace: "ns1", host: "10-0-0-1", cluster: "c1", labels: "10-0-0-1.c1"}},
 		// Shapes the schema does not define.
 		{"_http.tcp.web.ns1.svc.clusterset.local.", request{}},
 		{"http._tcp.web.ns1.svc.clusterset.local.", request{}},

@@ -68,28 +68,22 @@ func (b *addressBlock) next(owner string, ip net.IP, ttl uint32) dns.RR {
 	return &b.v4[len(b.v4)-1]
 }
 
-// countFamily counts the endpoints of one family.
-func countFamily(endpoints []endpoint, v6 bool) int {
-	n := 0
-	for _, e := range endpoints {
-		if e.v6 == v6 {
-			n++
-		}
-	}
-	return n
-}
-
 // srv returns one SRV record. Weights split 100 evenly between the n records
 // of an answer, at least 1, as the kubernetes plugin does.
 func srv(owner, target string, port uint16, n int, ttl uint32) dns.SRV {
-	weight := uint16(100 / max(n, 1))
 	return dns.SRV{
 		Hdr:      dns.RR_Header{Name: owner, Rrtype: dns.TypeSRV, Class: dns.ClassINET, Ttl: ttl},
 		Priority: 0,
-		Weight:   max(weight, 1),
+		Weight:   srvWeight(n),
 		Port:     port,
 		Target:   target,
 	}
+}
+
+// srvWeight is the weight of each of n SRV records: 100 split evenly, at
+// least 1.
+func srvWeight(n int) uint16 {
+	return uint16(max(100/max(n, 1), 1)) // #nosec G115 -- at most 100
 }
 
 // soa returns the SOA of zone, in the form the kubernetes plugin uses.

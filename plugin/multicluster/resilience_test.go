@@ -343,7 +343,7 @@ func TestMalformedObjects(t *testing.T) {
 	sliceLW := newScriptedListWatch(func() runtime.Object {
 		return &discovery.EndpointSliceList{ListMeta: meta.ListMeta{ResourceVersion: "1"}, Items: slices}
 	})
-	runScriptedInformer(t, kindEndpointSlice, sliceLW, &discovery.EndpointSlice{}, toSliceSpec, sliceHandler(m.sources))
+	runScriptedInformer(t, kindEndpointSlice, sliceLW, &discovery.EndpointSlice{}, (&watcher{longestZone: len(defaultZone)}).toSliceSpec, sliceHandler(m.sources))
 	runScriptedInformer(t, kindServiceImport, importLW, &mcsv1beta1.ServiceImport{}, toImportSpec, importHandler(m.sources))
 	watcher := importLW.nextWatch(t)
 

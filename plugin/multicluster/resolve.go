@@ -1,8 +1,10 @@
 package multicluster
 
 import (
+	"cmp"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
@@ -30,7 +32,7 @@ func (r *resolver) name(req request, owner string, qtype uint16, zone string) an
 	case kindApex:
 		switch qtype {
 		case dns.TypeSOA:
-			return answer{answer: []dns.RR{soa(zone, r.index.serial.Load(), r.ttl)}}
+			return answer{answer: []dns.RR{soa(zone, r.serial(), r.ttl)}}
 		case dns.TypeNS:
 			return answer{answer: []dns.RR{ns(zone, r.ttl)}}
 		}
@@ -101,6 +103,7 @@ func portAnswer(v *view, req request, qtype uint16, srvOf func([]servicePort) an
 // clusterSetSRV returns one SRV per port, all pointing at the service name,
 // whose addresses go in the additional section.
 func (r *resolver) clusterSetSRV(v *view, ports []servicePort, owner, zone string) answer {
+	ports = distinctPorts(ports)
 	if len(ports) == 0 {
 		return nodata
 	}
@@ -165,11 +168,17 @@ func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zo
 	if !v.readyEndpoints() {
 		return nxdomain
 	}
+	eps := v.eps
 	switch req.kind {
 	case kindService:
 		switch qtype {
 		case dns.TypeA, dns.TypeAAAA:
-			return answer{answer: endpointAddresses(owner, v.served(), qtype == dns.TypeAAAA, r.ttl), localOnly: v.localOnly}
+			v6 := qtype == dns.TypeAAAA
+			n := eps.s4
+			if v6 {
+				n = eps.s6
+			}
+			return answer{answer: eps.dedup(endpointAddresses(owner, eps.served, n, v6, r.ttl)), localOnly: v.localOnly}
 		case dns.TypeSRV:
 			return r.headlessSRV(v, v.ports, owner, zone)
 		}
@@ -179,70 +188,93 @@ func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zo
 	case kindHost:
 		found := false
 		var rrs []dns.RR
-		for _, e := range v.endpoints() {
-			if e.host != req.host || e.cluster != req.cluster {
-				continue
+		// The slices of one cluster are one run, and the endpoints of one
+		// name one run in each: no walk over the others.
+		lo, _ := slices.BinarySearchFunc(eps.slices, req.cluster, func(s *sliceSpec, c string) int { return cmp.Compare(s.cluster, c) })
+		for _, s := range eps.slices[lo:] {
+			if s.cluster != req.cluster {
+				break
 			}
-			found = true
-			if (qtype == dns.TypeA && !e.v6) || (qtype == dns.TypeAAAA && e.v6) {
-				rrs = append(rrs, newAddressBlock(1, e.v6).next(owner, e.ip, r.ttl))
+			i, _ := slices.BinarySearchFunc(s.endpoints, req.host, func(e endpoint, h string) int { return cmp.Compare(e.host, h) })
+			for _, e := range s.endpoints[i:] {
+				if e.host != req.host {
+					break
+				}
+				found = true
+				if (qtype == dns.TypeA && !e.v6) || (qtype == dns.TypeAAAA && e.v6) {
+					rrs = append(rrs, newAddressBlock(1, e.v6).next(owner, e.ip, r.ttl))
+				}
 			}
 		}
-		if !found {
-			return nxdomain
+		if found {
+			return answer{answer: eps.dedup(rrs)}
 		}
-		return answer{answer: rrs}
+		if _, ent := eps.ents[req.labels]; ent {
+			// An intermediate name of a cluster id of several labels:
+			// names exist below it (RFC 8020).
+			return nodata
+		}
+		return nxdomain
 	}
 	return nxdomain
 }
 
-// endpointAddresses returns the A or AAAA records of the endpoints of one
-// family, named owner.
-func endpointAddresses(owner string, endpoints []endpoint, v6 bool, ttl uint32) []dns.RR {
-	n := countFamily(endpoints, v6)
+// dedup drops repeated records from rrs when the endpoints hold some
+// address or name twice; otherwise it returns rrs as they are.
+func (eps *endpointSet) dedup(rrs []dns.RR) []dns.RR {
+	if !eps.dups || len(rrs) < 2 {
+		return rrs
+	}
+	return dns.Dedup(rrs, nil)
+}
+
+// endpointAddresses returns the A or AAAA records, named owner, of the n
+// addresses of one family in slices.
+func endpointAddresses(owner string, in []*sliceSpec, n int, v6 bool, ttl uint32) []dns.RR {
 	if n == 0 {
 		return nil
 	}
 	b := newAddressBlock(n, v6)
 	rrs := make([]dns.RR, 0, n)
-	for _, e := range endpoints {
-		if e.v6 == v6 {
-			rrs = append(rrs, b.next(owner, e.ip, ttl))
+	for _, s := range in {
+		for _, e := range s.endpoints {
+			if e.v6 == v6 {
+				rrs = append(rrs, b.next(owner, e.ip, ttl))
+			}
 		}
 	}
 	return rrs
 }
 
-// headlessSRV returns one SRV per endpoint name and port, targets named
-// host.cluster.svc.ns.svc.zone, with their addresses in the additional
-// section. Endpoints of slices that name no cluster have no such name: they
-// share one SRV per port whose target is the service's own name, which
-// answers every address of the service.
+// headlessSRV returns one SRV per endpoint name and port number, targets
+// named host.cluster.svc.ns.svc.zone, with their addresses in the additional
+// section. Endpoints without a host name (their slice names no cluster, or
+// the name would be too long) share one SRV per port whose target is the
+// service's own name, which answers every address of the service.
 func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string) answer {
+	ports = distinctPorts(ports)
 	if len(ports) == 0 {
 		return nodata
 	}
-	// Endpoints are sorted by cluster and host, so those without a cluster
-	// come first, and the addresses of one name are adjacent.
-	served := v.served()
-	anonymous := 0
-	for anonymous < len(served) && served[anonymous].cluster == "" {
-		anonymous++
+	eps := v.eps
+	// Count the names first, so that the records come in a few blocks.
+	anonymous, names, named := false, 0, 0
+	for _, s := range eps.served {
+		anonymous = anonymous || s.anonymous > 0
+		for i, e := range s.endpoints[s.anonymous:] {
+			if i == 0 || e.host != s.endpoints[s.anonymous+i-1].host {
+				names++
+			}
+		}
+		named += len(s.endpoints) - s.anonymous
 	}
-	named := served[anonymous:]
-	names := 0
-	if anonymous > 0 {
+	if anonymous {
 		names++
 	}
-	for i, e := range named {
-		if i == 0 || e.host != named[i-1].host || e.cluster != named[i-1].cluster {
-			names++
-		}
-	}
 	n := names * len(ports)
-	extra := len(named)
-	if anonymous > 0 {
-		extra += len(served)
+	extra := named
+	if anonymous {
+		extra += eps.s4 + eps.s6
 	}
 	a := answer{answer: make([]dns.RR, 0, n), extra: make([]dns.RR, 0, extra), localOnly: v.localOnly}
 	block := make([]dns.SRV, 0, n)
@@ -252,34 +284,70 @@ func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string)
 			a.answer = append(a.answer, &block[len(block)-1])
 		}
 	}
-	if anonymous > 0 {
+	if anonymous {
 		target := serviceName(v.key, zone)
 		addSRV(target)
-		a.extra = append(a.extra, endpointAddresses(target, served, false, r.ttl)...)
-		a.extra = append(a.extra, endpointAddresses(target, served, true, r.ttl)...)
+		a.extra = append(a.extra, endpointAddresses(target, eps.served, eps.s4, false, r.ttl)...)
+		a.extra = append(a.extra, endpointAddresses(target, eps.served, eps.s6, true, r.ttl)...)
 	}
-	v4, v6 := newAddressBlock(countFamily(named, false), false), newAddressBlock(countFamily(named, true), true)
-	target := ""
-	for i, e := range named {
-		if i == 0 || e.host != named[i-1].host || e.cluster != named[i-1].cluster {
-			target = hostName(e.host, e.cluster, v.key, zone)
-			addSRV(target)
+	v4, v6 := newAddressBlock(named, false), newAddressBlock(named, true)
+	for _, s := range eps.served {
+		target := ""
+		for i, e := range s.endpoints[s.anonymous:] {
+			if i == 0 || e.host != s.endpoints[s.anonymous+i-1].host {
+				target = hostName(e.host, e.cluster, v.key, zone)
+				addSRV(target)
+			}
+			b := v4
+			if e.v6 {
+				b = v6
+			}
+			a.extra = append(a.extra, b.next(target, e.ip, r.ttl))
 		}
-		b := v4
-		if e.v6 {
-			b = v6
+	}
+	if eps.dups {
+		// A name in two slices: one SRV per name and port, weights shared
+		// by the records that remain.
+		a.answer, a.extra = eps.dedup(a.answer), eps.dedup(a.extra)
+		for _, rr := range a.answer {
+			rr.(*dns.SRV).Weight = srvWeight(len(a.answer))
 		}
-		a.extra = append(a.extra, b.next(target, e.ip, r.ttl))
 	}
 	return a
 }
 
+// distinctPorts returns ports with each port number once, the first of
+// each: a service may have one port number for TCP and for UDP, but an SRV
+// record holds its target and number, not its protocol.
+func distinctPorts(ports []servicePort) []servicePort {
+	for i := 1; i < len(ports); i++ {
+		for j := range i {
+			if ports[j].port == ports[i].port {
+				out := slices.Clone(ports[:i])
+				for _, p := range ports[i+1:] {
+					if !slices.ContainsFunc(out, func(q servicePort) bool { return q.port == p.port }) {
+						out = append(out, p)
+					}
+				}
+				return out
+			}
+		}
+	}
+	return ports
+}
+
 // pointer answers a PTR query, owner, for addr with the one name in zone
 // that addr points back to, and reports false when the plugin knows no name
-// for it. Known are the addresses of imports (spec.ips, slice addresses of
-// ClusterSetIP imports, headless endpoints) and the ClusterIPs of derived
-// Services. An address with several names always answers the same one
-// (comparePTR), whatever order the objects arrived in.
+// for it, or must leave it to the cluster. Known are the addresses of
+// imports (spec.ips, slice addresses of ClusterSetIP imports, headless
+// endpoints) and the ClusterIPs of derived Services. An address with several
+// names always answers the same one (comparePTR), whatever order the objects
+// arrived in.
+//
+// Local wins, as it does for forward names: an address that is the
+// ClusterIP of a local Service, or the address of a local endpoint, is left
+// to the cluster's own DNS, unless that Service is the derived Service of an
+// import, which exists to carry the import's addresses.
 func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, bool) {
 	best, found := ptrTarget{}, false
 	consider := func(t ptrTarget) {
@@ -288,12 +356,24 @@ func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, bool) {
 		}
 	}
 	for _, t := range r.index.reverseLookup(addr) {
-		consider(t)
+		consider(t.ptrTarget)
 	}
-	if r.local != nil && (r.derivedPrefix != "" || r.index.hasDerived()) {
-		for _, svc := range r.local.byClusterIP(addr.String()) {
-			for _, key := range r.derivedImports(svc.Namespace, svc.Name) {
+	if derived := r.derivedPrefix != "" || r.index.hasDerived(); r.local != nil && (found || derived) {
+		ip := addr.String()
+		for _, svc := range r.local.byClusterIP(ip) {
+			imports := r.derivedImports(svc.Namespace, svc.Name)
+			if len(imports) == 0 {
+				return answer{}, false // a local Service's own address
+			}
+			for _, key := range imports {
 				consider(ptrTarget{key: key})
+			}
+		}
+		if found {
+			for _, svc := range r.local.byEndpointIP(ip) {
+				if len(r.derivedImports(svc.namespace, svc.name)) == 0 {
+					return answer{}, false // a local endpoint's address
+				}
 			}
 		}
 	}
@@ -305,6 +385,23 @@ func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, bool) {
 		target = hostName(best.host, best.cluster, best.key, zone)
 	}
 	return answer{answer: []dns.RR{ptr(owner, target, r.ttl)}}, true
+}
+
+// serial returns the zones' SOA serial. Changes of imports move it as they
+// are published; changes of local Services, which derived Services are, are
+// noticed here, when the serial is read: if some import reads a derived
+// Service and a local Service changed since the serial was last read, it
+// moves on. (It may move for a Service no import reads: a secondary then
+// transfers a zone that did not change, which is safe; the other way round,
+// a secondary told it is current when it is not, is not.)
+func (r *resolver) serial() uint32 {
+	if r.local != nil && (r.derivedPrefix != "" || r.index.hasDerived()) {
+		mod := r.local.modified()
+		if seen := r.index.localModified.Load(); seen != mod && r.index.localModified.CompareAndSwap(seen, mod) {
+			r.index.serial.tick()
+		}
+	}
+	return r.index.serial.Load()
 }
 
 // derivedImports returns the ClusterSetIP imports whose derived Service is

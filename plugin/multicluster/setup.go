@@ -106,6 +106,7 @@ func (m *Multicluster) startWatching() error {
 		dynamic:     dyn,
 		scope:       m.scope,
 		retry:       time.Second,
+		longestZone: m.longestZone(),
 	}
 	synced := make(chan struct{})
 	w.start(func() {
@@ -113,7 +114,7 @@ func (m *Multicluster) startWatching() error {
 		close(synced)
 	})
 	if w.ownServices {
-		m.local = informerServices{store: w.services, synced: w.servicesOK}
+		m.local = informerServices{store: w.services, synced: w.servicesOK, changes: &w.serviceChanges}
 	}
 	m.watch = w
 

@@ -1,28 +1,49 @@
 package multicluster
 
-import "sync"
+import (
+	"net/netip"
+	"slices"
+	"sync"
+)
 
 // sliceID names an EndpointSlice.
 type sliceID struct{ namespace, name string }
 
 // sources holds, per service, the objects the informers delivered, and
-// rebuilds that service's view in the index whenever one of them changes.
+// publishes that service's view in the index whenever one of them changes.
 // It is written by the informer goroutines only; ServeDNS reads the index.
 type sources struct {
 	mu      sync.Mutex
 	imports map[serviceKey]*importSpec
-	copies  map[serviceKey]struct{}              // per-cluster copies, never served
-	slices  map[serviceKey]map[string]*sliceSpec // by slice name
-	sliceOf map[sliceID]serviceKey               // where a slice was filed, for relabelled slices
+	copies  map[serviceKey]struct{} // per-cluster copies, never served
+	slices  map[serviceKey]*serviceSlices
+	sliceOf map[sliceID]serviceKey // where a slice was filed, for relabelled slices
 	index   *index
 	policy  viewPolicy
 }
+
+// serviceSlices is what is known of the slices of one service.
+type serviceSlices struct {
+	byName map[string]*sliceSpec
+	// ordered are the same slices by cluster, then name. A change replaces
+	// the list, never edits it: published views hold it.
+	ordered []*sliceSpec
+	// How many times each address and each host name occurs across the
+	// slices, and how many of them occur more than once: a view is built
+	// to de-duplicate its answers only while some do.
+	addrs            map[netip.Addr]int32
+	names            map[hostKey]int32
+	dupAddr, dupName int
+}
+
+// hostKey is a host.cluster name.
+type hostKey struct{ host, cluster string }
 
 func newSources(x *index) *sources {
 	return &sources{
 		imports: make(map[serviceKey]*importSpec),
 		copies:  make(map[serviceKey]struct{}),
-		slices:  make(map[serviceKey]map[string]*sliceSpec),
+		slices:  make(map[serviceKey]*serviceSlices),
 		sliceOf: make(map[sliceID]serviceKey),
 		index:   x,
 	}
@@ -68,12 +89,12 @@ func (s *sources) setSlice(spec *sliceSpec) {
 		s.removeSliceLocked(old, spec.name)
 		s.rebuildLocked(old)
 	}
-	bySlice := s.slices[spec.key]
-	if bySlice == nil {
-		bySlice = make(map[string]*sliceSpec)
-		s.slices[spec.key] = bySlice
+	ss := s.slices[spec.key]
+	if ss == nil {
+		ss = &serviceSlices{byName: make(map[string]*sliceSpec), addrs: make(map[netip.Addr]int32), names: make(map[hostKey]int32)}
+		s.slices[spec.key] = ss
 	}
-	bySlice[spec.name] = spec
+	ss.replace(ss.byName[spec.name], spec)
 	s.sliceOf[id] = spec.key
 	s.rebuildLocked(spec.key)
 }
@@ -92,23 +113,89 @@ func (s *sources) deleteSlice(namespace, name string) {
 }
 
 func (s *sources) removeSliceLocked(key serviceKey, name string) {
-	bySlice := s.slices[key]
-	delete(bySlice, name)
-	if len(bySlice) == 0 {
+	ss := s.slices[key]
+	if ss == nil {
+		return
+	}
+	ss.replace(ss.byName[name], nil)
+	if len(ss.byName) == 0 {
 		delete(s.slices, key)
 	}
+}
+
+// replace puts slice b in place of a (either may be nil; both have the same
+// name), with work proportional to the two slices and a copy of the list.
+func (ss *serviceSlices) replace(a, b *sliceSpec) {
+	if a != nil {
+		ss.count(a, -1)
+		delete(ss.byName, a.name)
+	}
+	if b != nil {
+		ss.count(b, 1)
+		ss.byName[b.name] = b
+	}
+	ordered := slices.Clone(ss.ordered)
+	if a != nil {
+		if i, found := slices.BinarySearchFunc(ordered, a, compareSlices); found {
+			ordered = slices.Delete(ordered, i, i+1)
+		}
+	}
+	if b != nil {
+		i, _ := slices.BinarySearchFunc(ordered, b, compareSlices)
+		ordered = slices.Insert(ordered, i, b)
+	}
+	ss.ordered = ordered
+}
+
+// count adds (delta 1) or removes (-1) the addresses and names of sl.
+func (ss *serviceSlices) count(sl *sliceSpec, delta int32) {
+	for i, e := range sl.endpoints {
+		if addr, ok := netip.AddrFromSlice(e.ip); ok {
+			tally(ss.addrs, addr, delta, &ss.dupAddr)
+		}
+		// A name with several addresses is one name: count it once a slice.
+		if e.host != "" && (i == 0 || sl.endpoints[i-1].host != e.host) {
+			tally(ss.names, hostKey{host: e.host, cluster: e.cluster}, delta, &ss.dupName)
+		}
+	}
+}
+
+// tally adds delta to the count of k in m, and keeps *dups, the number of
+// keys counted more than once, up to date.
+func tally[K comparable](m map[K]int32, k K, delta int32, dups *int) {
+	before := m[k]
+	after := before + delta
+	if after <= 0 {
+		delete(m, k)
+	} else {
+		m[k] = after
+	}
+	switch {
+	case before <= 1 && after > 1:
+		*dups++
+	case before > 1 && after <= 1:
+		*dups--
+	}
+}
+
+// duplicates reports whether some address or name occurs twice.
+func (ss *serviceSlices) duplicates() bool {
+	return ss != nil && (ss.dupAddr > 0 || ss.dupName > 0)
 }
 
 // rebuildLocked publishes the view of key built from what is known of it
 // now. Slices without an import are kept, but answer nothing until the
 // import arrives.
 func (s *sources) rebuildLocked(key serviceKey) {
+	// Only sources writes the index, under its lock: what the index holds
+	// is what was published last.
+	old := s.index.lookup(key.namespace, key.name)
 	imp := s.imports[key]
 	if imp == nil {
-		s.index.put(key, nil)
+		s.index.put(key, old, nil)
 		return
 	}
-	s.index.put(key, newView(imp, s.slices[key], s.policy))
+	s.index.put(key, old, newView(imp, s.slices[key], s.policy))
 }
 
 // setScope sets the fallback scope; views built from then on follow it.

@@ -32,7 +32,7 @@ func (m *Multicluster) Transfer(zone string, serial uint32) (<-chan []dns.RR, er
 	if !m.serving() {
 		return nil, errNotServing
 	}
-	current := m.index.serial.Load()
+	current := m.serial()
 	views := m.index.snapshot()
 	start := soa(zone, current, m.ttl)
 	ch := make(chan []dns.RR)
@@ -72,16 +72,18 @@ func (m *Multicluster) serviceRecords(v *view, zone string) []dns.RR {
 		req.kind, req.port, req.protocol = kindPort, p.name, p.protocol
 		ask(req, "_"+p.name+"._"+p.protocol+"."+name, dns.TypeSRV)
 	}
-	// Endpoints are sorted by cluster and host: one name per run.
-	endpoints := v.endpoints()
-	for i, e := range endpoints {
-		if e.cluster == "" || (i > 0 && e.host == endpoints[i-1].host && e.cluster == endpoints[i-1].cluster) {
-			continue
+	// Each host.cluster name once, though two slices may both hold it.
+	seen := map[hostKey]struct{}{}
+	v.eachEndpoint(func(e endpoint) {
+		k := hostKey{host: e.host, cluster: e.cluster}
+		if _, dup := seen[k]; dup || e.host == "" {
+			return
 		}
+		seen[k] = struct{}{}
 		req := base
 		req.kind, req.host, req.cluster = kindHost, e.host, e.cluster
 		ask(req, hostName(e.host, e.cluster, v.key, zone), dns.TypeA, dns.TypeAAAA)
-	}
+	})
 	return rrs
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coredns/coredns/plugin/kubernetes/object"
@@ -59,6 +60,12 @@ type watcher struct {
 	ownServices bool
 	services    cache.Indexer
 	servicesOK  func() bool
+	// serviceChanges moves on every event of the own Service informer.
+	serviceChanges atomic.Int64
+
+	// longestZone is the length of the longest zone names are answered in:
+	// host names that would not fit below it are dropped.
+	longestZone int
 
 	// scope is the fallback scope, whose verdict conversion stamps on
 	// each import.
@@ -98,7 +105,7 @@ func (w *watcher) start(onSynced func()) {
 	w.done = make(chan struct{})
 
 	if w.ownServices {
-		store, ctrl := newInformer("Service", serviceListWatch(w.kube), &corev1.Service{}, toService, w.guard(reasonServiceRBAC, "services"), w.retry, nil, clusterIPIndexers)
+		store, ctrl := newInformer("Service", serviceListWatch(w.kube), &corev1.Service{}, toService, w.guard(reasonServiceRBAC, "services"), w.retry, serviceHandler(&w.serviceChanges), clusterIPIndexers)
 		w.track("Service", store)
 		w.services = store
 		w.servicesOK = ctrl.HasSynced
@@ -118,7 +125,7 @@ func (w *watcher) start(onSynced func()) {
 		var synced []cache.InformerSynced
 		for _, ns := range w.watchNamespaces() {
 			is, ic := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), importObjectType(version), w.toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, importHandler(w.sources), nil)
-			ss, sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), &discovery.EndpointSlice{}, toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), w.retry, sliceHandler(w.sources), nil)
+			ss, sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), &discovery.EndpointSlice{}, w.toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), w.retry, sliceHandler(w.sources), nil)
 			w.track(kindServiceImport, is)
 			w.track(kindEndpointSlice, ss)
 			go ic.RunWithContext(ctx)
@@ -322,12 +329,12 @@ func toImportSpec(obj meta.Object) (meta.Object, error) {
 	return reported(newImportSpec(f))
 }
 
-func toSliceSpec(obj meta.Object) (meta.Object, error) {
+func (w *watcher) toSliceSpec(obj meta.Object) (meta.Object, error) {
 	es, ok := obj.(*discovery.EndpointSlice)
 	if !ok {
 		return nil, fmt.Errorf("unexpected object %T", obj)
 	}
-	return reported(newSliceSpec(es))
+	return reported(newSliceSpec(es, w.longestZone))
 }
 
 // withProblems carries the problems of a conversion to the informer, which
@@ -370,6 +377,13 @@ func sliceHandler(s *sources) *handler {
 		set:    func(o meta.Object) { s.setSlice(o.(*sliceSpec)) },
 		delete: func(o meta.Object) { s.deleteSlice(o.GetNamespace(), o.GetName()) },
 	}
+}
+
+// serviceHandler counts the events of the own Service informer (a change
+// of a derived Service moves the serial).
+func serviceHandler(changes *atomic.Int64) *handler {
+	bump := func(meta.Object) { changes.Add(1) }
+	return &handler{set: bump, delete: bump}
 }
 
 // metricKinded is a stored object that the objects gauge counts under a

@@ -238,19 +238,19 @@ func TestWatchHeadlessSlices(t *testing.T) {
 	}
 	eventually(t, "two ready endpoints", func() bool {
 		v := m.index.lookup("ns1", "db")
-		return v != nil && len(v.endpoints()) == 2
+		return v != nil && len(endpointsOf(v)) == 2
 	})
 	v := m.index.lookup("ns1", "db")
-	if e := v.endpoints()[0]; e.host != "10-1-0-2" || e.cluster != "east" {
+	if e := endpointsOf(v)[0]; e.host != "10-1-0-2" || e.cluster != "east" {
 		t.Errorf("endpoint without hostname: %+v", e)
 	}
-	if e := v.endpoints()[1]; e.host != "db-0" {
+	if e := endpointsOf(v)[1]; e.host != "db-0" {
 		t.Errorf("endpoint with hostname: %+v", e)
 	}
 	if err := kube.DiscoveryV1().EndpointSlices("ns1").Delete(ctx, "db-east", meta.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "no endpoints", func() bool { v := m.index.lookup("ns1", "db"); return v != nil && len(v.endpoints()) == 0 })
+	eventually(t, "no endpoints", func() bool { v := m.index.lookup("ns1", "db"); return v != nil && len(endpointsOf(v)) == 0 })
 }
 
 func TestWatchDegradedUntilCRD(t *testing.T) {
