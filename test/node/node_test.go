@@ -90,9 +90,11 @@ type machineState struct {
 	dir       bool
 }
 
-func readMachineState(t *testing.T) machineState {
+func readMachineState(t *testing.T) machineState { return readLayoutState(t, mustLayout(0)) }
+
+func readLayoutState(t *testing.T, l Layout) machineState {
 	t.Helper()
-	s := machineState{sysctls: map[string]string{}, processes: nodeProcesses()}
+	s := machineState{sysctls: map[string]string{}, processes: l.footprint().Processes()}
 	for _, name := range kubeletSysctls {
 		data, err := os.ReadFile(filepath.Join("/proc/sys", name))
 		if err != nil {
@@ -100,12 +102,12 @@ func readMachineState(t *testing.T) machineState {
 		}
 		s.sysctls[name] = strings.TrimSpace(string(data))
 	}
-	cgroups, err := footprint.Cgroups()
+	cgroups, err := l.footprint().Cgroups()
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.cgroups = cgroups
-	_, err = os.Stat(baseDir)
+	_, err = os.Stat(l.dir)
 	s.dir = err == nil
 	return s
 }
@@ -115,7 +117,12 @@ func readMachineState(t *testing.T) machineState {
 // directory or lock.
 func checkMachineRestored(t *testing.T, before machineState) {
 	t.Helper()
-	now := readMachineState(t)
+	checkLayoutRestored(t, mustLayout(0), before)
+}
+
+func checkLayoutRestored(t *testing.T, l Layout, before machineState) {
+	t.Helper()
+	now := readLayoutState(t, l)
 	for name, value := range before.sysctls {
 		if now.sysctls[name] != value {
 			t.Errorf("sysctl %s is %s, was %s before the node", name, now.sysctls[name], value)
@@ -128,9 +135,9 @@ func checkMachineRestored(t *testing.T, before machineState) {
 		t.Errorf("cgroups left: %v", now.cgroups)
 	}
 	if now.dir {
-		t.Errorf("%s left", baseDir)
+		t.Errorf("%s left", l.dir)
 	}
-	f, err := os.Open(lockPath)
+	f, err := os.Open(l.lock)
 	if err != nil {
 		t.Fatal(err)
 	}
