@@ -21,34 +21,20 @@ import (
 func TestConnectedClusters(t *testing.T) {
 	Require(t)
 	before := []machineState{readLayoutState(t, mustLayout(0)), readLayoutState(t, mustLayout(1))}
-	nodes := make([]*Node, 2)
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	errs := make(chan error, 2)
-	for i := range nodes {
-		go func() {
-			var err error
-			nodes[i], err = Start(ctx, Options{Index: i, Logf: t.Logf})
-			errs <- err
-		}()
-	}
-	for range nodes {
-		if err := <-errs; err != nil {
-			t.Error(err)
-		}
+	nodes, err := StartClusters(ctx, 2, Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
 	}
 	defer func() {
 		for _, n := range nodes {
-			if n != nil {
-				if err := n.Stop(); err != nil {
-					t.Error(err)
-				}
+			if err := n.Stop(); err != nil {
+				t.Error(err)
 			}
 		}
 	}()
-	if t.Failed() {
-		return
-	}
+
 	if nodes[0].Layout.PodCIDR == nodes[1].Layout.PodCIDR || nodes[0].Layout.ServiceCIDR == nodes[1].Layout.ServiceCIDR {
 		t.Fatalf("the clusters share ranges: %+v, %+v", nodes[0].Layout, nodes[1].Layout)
 	}

@@ -95,6 +95,56 @@ type Options struct {
 	Images []string
 	// Logf receives progress and timings; nil discards them.
 	Logf func(format string, args ...any)
+
+	// lock is the cluster's lock, taken already (StartClusters); nil:
+	// Start takes it.
+	lock *os.File
+}
+
+// StartClusters starts count clusters side by side, indexes 0 to count-1,
+// each with opts but its own Index. It takes their locks first, one after
+// the other in index order, as every caller that holds several does, so
+// that two runs that want the same clusters never hold one each and wait for
+// the other's. On error, the clusters started are stopped.
+func StartClusters(ctx context.Context, count int, opts Options) ([]*Node, error) {
+	locks := make([]*os.File, 0, count)
+	for i := range count {
+		l, err := LayoutOf(i)
+		if err == nil {
+			var f *os.File
+			if f, err = flock.Acquire(ctx, l.lock, fmt.Sprintf("node of cluster %d", i)); err == nil {
+				locks = append(locks, f)
+				continue
+			}
+		}
+		for _, f := range locks {
+			f.Close()
+		}
+		return nil, err
+	}
+	nodes := make([]*Node, count)
+	errs := make([]error, count)
+	var wg sync.WaitGroup
+	for i := range count {
+		o := opts
+		o.Index, o.lock = i, locks[i]
+		wg.Go(func() { nodes[i], errs[i] = Start(ctx, o) })
+	}
+	wg.Wait()
+	for i, n := range nodes {
+		if n == nil {
+			locks[i].Close() // Start failed before it took the lock over
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		for _, n := range nodes {
+			if n != nil {
+				err = errors.Join(err, n.Stop())
+			}
+		}
+		return nil, err
+	}
+	return nodes, nil
 }
 
 // Node is a running node.
@@ -150,8 +200,10 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	}
 	n := &Node{KubeDir: opts.KubeDir, Layout: layout, opts: opts}
 	waited := time.Now()
-	if n.lock, err = flock.Acquire(ctx, layout.lock, fmt.Sprintf("node of cluster %d", layout.Index)); err != nil {
-		return nil, err
+	if n.lock = opts.lock; n.lock == nil {
+		if n.lock, err = flock.Acquire(ctx, layout.lock, fmt.Sprintf("node of cluster %d", layout.Index)); err != nil {
+			return nil, err
+		}
 	}
 	// The node's timings start once it is ours: another test's node may
 	// have held the lock until now.

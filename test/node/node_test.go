@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/flock"
 )
 
 // killedChildEnv makes the test binary start a node, run a pod and wait to
@@ -92,7 +93,28 @@ type machineState struct {
 
 func readMachineState(t *testing.T) machineState { return readLayoutState(t, mustLayout(0)) }
 
+// readLayoutState reads what a node of layout l changes on the machine,
+// while no node runs: it holds every cluster's lock, in index order, as
+// StartClusters takes them, so that the nodes of other tests (other
+// packages run at the same time) are neither seen nor counted.
+// A lock not released within ten minutes is a node of ours left running.
 func readLayoutState(t *testing.T, l Layout) machineState {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	for i := range MaxClusters {
+		f, err := flock.Acquire(ctx, mustLayout(i).lock, fmt.Sprintf("node of cluster %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+	}
+	return readLayoutStateNow(t, l)
+}
+
+// readLayoutStateNow reads the state without waiting for any lock: while a
+// node of the test runs.
+func readLayoutStateNow(t *testing.T, l Layout) machineState {
 	t.Helper()
 	s := machineState{sysctls: map[string]string{}, processes: l.footprint().Processes()}
 	for _, name := range kubeletSysctls {
@@ -137,14 +159,7 @@ func checkLayoutRestored(t *testing.T, l Layout, before machineState) {
 	if now.dir {
 		t.Errorf("%s left", l.dir)
 	}
-	f, err := os.Open(l.lock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Errorf("the node lock is still held: %v", err)
-	}
+	// readLayoutState took every lock: none is still held.
 }
 
 // TestNodeRunsPods starts a node and runs a pod from the dnsutils image;
@@ -176,7 +191,7 @@ func TestNodeRunsPods(t *testing.T) {
 		}
 	}
 	checkMultiPlatformImport(t, ctx, n)
-	if during := readMachineState(t); len(during.processes) == 0 || len(during.cgroups) == 0 || !during.dir {
+	if during := readLayoutStateNow(t, mustLayout(0)); len(during.processes) == 0 || len(during.cgroups) == 0 || !during.dir {
 		t.Errorf("the running node shows no processes, cgroups or directory: %+v", during)
 	}
 	if err := n.Stop(); err != nil {

@@ -5,7 +5,6 @@ package node
 import (
 	"errors"
 	"os"
-	"sync"
 	"testing"
 )
 
@@ -68,19 +67,14 @@ func ClustersForTest(t testing.TB, count int, opts Options) ([]*Node, *Network) 
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
 	}
-	nodes := make([]*Node, count)
-	errs := make([]error, count)
-	var wg sync.WaitGroup
-	for i := range count {
-		o := opts
-		o.Index = i
-		wg.Go(func() { nodes[i], errs[i] = Start(t.Context(), o) })
+	nodes, err := StartClusters(t.Context(), count, opts)
+	if errors.Is(err, ErrPrerequisite) && os.Getenv("CI") != "true" {
+		t.Skipf("skipping: %v", err)
 	}
-	wg.Wait()
+	if err != nil {
+		t.Fatalf("start %d clusters: %v", count, err)
+	}
 	for _, n := range nodes {
-		if n == nil {
-			continue
-		}
 		t.Cleanup(func() {
 			if t.Failed() {
 				for _, name := range []string{"kubelet", "containerd", "kube-proxy", "kube-apiserver"} {
@@ -91,14 +85,6 @@ func ClustersForTest(t testing.TB, count int, opts Options) ([]*Node, *Network) 
 				t.Errorf("stop %s: %v", n.Layout.Name, err)
 			}
 		})
-	}
-	for i, err := range errs {
-		if errors.Is(err, ErrPrerequisite) && os.Getenv("CI") != "true" {
-			t.Skipf("skipping: %v", err)
-		}
-		if err != nil {
-			t.Fatalf("start cluster %d: %v", i, err)
-		}
 	}
 	net, err := Connect(t.Context(), nodes...)
 	if err != nil {
