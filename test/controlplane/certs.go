@@ -124,9 +124,10 @@ func sign(tmpl *x509.Certificate, key crypto.Signer, parent *keyPair) (*keyPair,
 }
 
 // servingCert is kube-apiserver's TLS certificate. Besides the loopback
-// addresses and extraIPs it covers the in-cluster names and the first IP of
-// both service ranges, so clients that use in-cluster style addresses verify
-// it too.
+// addresses and extraIPs (the caller adds the first IP of each service
+// range) it covers the in-cluster names and the first IP of both default
+// service ranges, so clients that use in-cluster style addresses verify it
+// too.
 func (ca *keyPair) servingCert(extraIPs ...net.IP) (*keyPair, error) {
 	return ca.issue(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kube-apiserver"},

@@ -27,6 +27,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -274,6 +275,15 @@ func (c *ControlPlane) writeCredentials() error {
 			return fmt.Errorf("AdvertiseAddress %q is not an IP address", c.opts.AdvertiseAddress)
 		}
 		extraIPs = append(extraIPs, ip)
+	}
+	// The "kubernetes" Service takes the first address of each range;
+	// in-cluster clients (pods) dial it.
+	for _, cidr := range strings.Split(c.opts.ServiceClusterIPRange, ",") {
+		prefix, err := netip.ParsePrefix(strings.TrimSpace(cidr))
+		if err != nil {
+			return fmt.Errorf("ServiceClusterIPRange %q: %w", c.opts.ServiceClusterIPRange, err)
+		}
+		extraIPs = append(extraIPs, net.IP(prefix.Masked().Addr().Next().AsSlice()))
 	}
 	serving, err := c.ca.servingCert(extraIPs...)
 	if err != nil {

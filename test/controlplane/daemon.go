@@ -24,6 +24,19 @@ func StartDaemon(name, path string, args []string, logPath string) (*Daemon, err
 	return &Daemon{p: p}, nil
 }
 
+// StartDaemonIn is StartDaemon with the process in the network namespace
+// ns (nil: this process's).
+func StartDaemonIn(ns Namespace, name, path string, args []string, logPath string) (*Daemon, error) {
+	if ns == nil {
+		return StartDaemon(name, path, args, logPath)
+	}
+	p, err := startProcessIn(ns, name, path, args, logPath)
+	if err != nil {
+		return nil, err
+	}
+	return &Daemon{p: p}, nil
+}
+
 // WaitReady polls check every 100 ms until it succeeds, the daemon exits, or
 // timeout or ctx expires. Errors carry the tail of the daemon's log.
 func (d *Daemon) WaitReady(ctx context.Context, timeout time.Duration, check func(context.Context) error) error {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -45,7 +46,7 @@ func (k *Karmada) startComponent(ctx context.Context, name, binary string, args 
 		if err != nil {
 			return err
 		}
-		d, err := controlplane.StartDaemon(name, binary, args(port), filepath.Join(k.Dir, name+".log"))
+		d, err := controlplane.StartDaemonIn(k.opts.NetNS, name, binary, args(port), filepath.Join(k.Dir, name+".log"))
 		if err != nil {
 			return err
 		}
@@ -72,7 +73,15 @@ func (k *Karmada) tlsClient() (*http.Client, error) {
 		return nil, fmt.Errorf("read CA: %w", err)
 	}
 	pool.AppendCertsFromPEM(ca)
-	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}, nil
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DialContext: k.dial()}}, nil
+}
+
+// dial is how clients reach the components: inside Options.NetNS, if set.
+func (k *Karmada) dial() func(ctx context.Context, network, address string) (net.Conn, error) {
+	if k.opts.NetNS == nil {
+		return nil
+	}
+	return k.opts.NetNS.DialContext
 }
 
 // httpOK succeeds when GET url answers 200.
@@ -369,7 +378,8 @@ func (k *Karmada) startControllerManager(ctx context.Context) error {
 
 // healthz checks the health endpoint of a controller-runtime manager.
 func (k *Karmada) healthz(ctx context.Context, port int) error {
-	return httpOK(ctx, http.DefaultClient, "http://127.0.0.1:"+strconv.Itoa(port)+"/healthz")
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: k.dial()}}
+	return httpOK(ctx, client, "http://127.0.0.1:"+strconv.Itoa(port)+"/healthz")
 }
 
 // RestartControllerManager restarts karmada-controller-manager with

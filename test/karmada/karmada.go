@@ -19,7 +19,9 @@
 // ClusterPropagationPolicy.
 //
 // Members run no kubelet and no controller-manager: nothing runs Pods or
-// writes the EndpointSlices of a Service; tests write them. Each
+// writes the EndpointSlices of a Service; tests write them. Options.Members
+// joins real clusters instead (test/node), with Options.NetNS the network
+// namespace that reaches them. Each
 // kube-apiserver allocates ClusterIPs from a range of its own (see
 // ServiceRanges), so an address tells which cluster allocated it.
 //
@@ -81,6 +83,15 @@ type Options struct {
 	// the control planes' default (controlplane.DefaultStartTimeout or
 	// $KUBEBUILDER_CONTROLPLANE_START_TIMEOUT), doubled.
 	StartTimeout time.Duration
+	// Members, when set, are the member clusters to join, which the caller
+	// runs and stops (real clusters of test/node, for one), instead of the
+	// two control planes without nodes that Start runs otherwise. Their
+	// Host must be reachable from NetNS.
+	Members []*Member
+	// NetNS, when set, is the network namespace karmada-apiserver and the
+	// Karmada components run in (test/internal/netns); Config dials
+	// through it, and Kubeconfig works for processes started inside it.
+	NetNS controlplane.Namespace
 }
 
 // Member is a member cluster.
@@ -97,7 +108,7 @@ type Karmada struct {
 	// APIServer is karmada-apiserver: Config and Kubeconfig act as its
 	// admin, as a Karmada user's kubeconfig does.
 	APIServer *controlplane.ControlPlane
-	// Members are member1 and member2, in that order.
+	// Members are member1 and member2, in that order (or Options.Members).
 	Members []*Member
 	// Dir holds the logs of the Karmada components (COMPONENT.log) and
 	// their credentials; it is APIServer.Dir, which Stop removes.
@@ -202,6 +213,9 @@ func Start(ctx context.Context, opts Options) (_ *Karmada, err error) {
 // startClusters starts karmada-apiserver and the members side by side.
 func (k *Karmada) startClusters(ctx context.Context) error {
 	names := []string{"karmada", Member1, Member2}
+	if len(k.opts.Members) > 0 {
+		names = names[:1]
+	}
 	planes := make([]*controlplane.ControlPlane, len(names))
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
@@ -210,6 +224,7 @@ func (k *Karmada) startClusters(ctx context.Context) error {
 			planes[i], errs[i] = controlplane.Start(ctx, controlplane.Options{
 				AssetsDir:             k.kubeBin,
 				ServiceClusterIPRange: ServiceRanges[name],
+				NetNS:                 k.netns(name),
 				// Extension API servers only behind karmada-apiserver.
 				Aggregation:  name == "karmada",
 				StartTimeout: k.opts.StartTimeout / 2,
@@ -227,6 +242,9 @@ func (k *Karmada) startClusters(ctx context.Context) error {
 			k.Members = append(k.Members, &Member{Name: name, ControlPlane: planes[i+1]})
 		}
 	}
+	if len(k.opts.Members) > 0 {
+		k.Members = k.opts.Members
+	}
 	k.mu.Unlock()
 	for i, err := range errs {
 		if err != nil {
@@ -240,6 +258,15 @@ func (k *Karmada) startClusters(ctx context.Context) error {
 	}
 	if k.kube, err = kubernetes.NewForConfig(k.APIServer.Config); err != nil {
 		return fmt.Errorf("karmada-apiserver client: %w", err)
+	}
+	return nil
+}
+
+// netns is the namespace the control plane of cluster name runs in: the
+// members Start runs live on the machine's loopback.
+func (k *Karmada) netns(name string) controlplane.Namespace {
+	if name == "karmada" {
+		return k.opts.NetNS
 	}
 	return nil
 }
@@ -270,8 +297,10 @@ func (k *Karmada) Stop() error {
 			delete(k.daemons, name)
 		}
 	}
-	for _, m := range k.Members {
-		errs = append(errs, m.Stop())
+	if len(k.opts.Members) == 0 {
+		for _, m := range k.Members {
+			errs = append(errs, m.Stop())
+		}
 	}
 	if k.APIServer != nil {
 		errs = append(errs, k.APIServer.Stop())

@@ -9,7 +9,7 @@ import (
 
 // kubeletConfig adapts kubelet to a test machine:
 //   - cgroup v1 is allowed (failCgroupV1: false), with the cgroupfs driver and
-//     pods under cgroupName, which createCgroups makes in every hierarchy;
+//     pods under the layout's cgroup, which Start creates makes in every hierarchy;
 //   - no swap check, eviction and image garbage collection only at full
 //     disks (the images cannot be pulled again: there is no registry);
 //   - the pods' upstream resolver (resolvConf, used by dnsPolicy: Default
@@ -81,29 +81,29 @@ conntrack:
   tcpCloseWaitTimeout: 0s
 `
 
-func nodeValues() map[string]string {
+func nodeValues(l Layout) map[string]string {
 	return map[string]string{
-		"socket": containerdSocket(), "cgroup": cgroupName, "base": baseDir,
-		"clusterDNS": ClusterDNS, "clusterDomain": ClusterDomain, "ip": IP, "name": Name,
+		"socket": l.containerdSocket(), "cgroup": l.cgroup, "base": l.dir,
+		"clusterDNS": l.ClusterDNS, "clusterDomain": ClusterDomain, "ip": l.IP, "name": l.Name,
 	}
 }
 
 // writeKubeletConfig writes kubelet's configuration and resolv.conf and
 // returns the configuration's path.
-func writeKubeletConfig() (string, error) {
-	dir := filepath.Join(baseDir, "kubelet")
-	if err := os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte("nameserver "+IP+"\n"), 0o644); err != nil {
+func writeKubeletConfig(l Layout) (string, error) {
+	dir := filepath.Join(l.dir, "kubelet")
+	if err := os.WriteFile(filepath.Join(dir, "resolv.conf"), []byte("nameserver "+l.IP+"\n"), 0o644); err != nil {
 		return "", err
 	}
 	path := filepath.Join(dir, "config.yaml")
-	return path, os.WriteFile(path, []byte(render(kubeletConfig, nodeValues())), 0o644)
+	return path, os.WriteFile(path, []byte(render(kubeletConfig, nodeValues(l))), 0o644)
 }
 
 // writeKubeProxyConfig writes kube-proxy's configuration and returns its
 // path.
-func writeKubeProxyConfig(kubeconfig string) (string, error) {
-	values := nodeValues()
+func writeKubeProxyConfig(l Layout, kubeconfig string) (string, error) {
+	values := nodeValues(l)
 	values["kubeconfig"] = kubeconfig
-	path := filepath.Join(baseDir, "kube-proxy.yaml")
+	path := filepath.Join(l.dir, "kube-proxy.yaml")
 	return path, os.WriteFile(path, []byte(render(kubeProxyConfig, values)), 0o644)
 }

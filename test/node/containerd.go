@@ -13,9 +13,6 @@ import (
 	"time"
 )
 
-func containerdDir() string    { return filepath.Join(baseDir, "containerd") }
-func containerdSocket() string { return filepath.Join(containerdDir(), "containerd.sock") }
-
 // containerdConfig is a private containerd 1.6 with CRI: its own socket,
 // root and state, runc through the v2 shim on cgroupfs, the overlay
 // snapshotter, and the CNI bridge plugin from Debian's
@@ -112,17 +109,17 @@ func (n *Node) startContainerd(ctx context.Context) error {
 		return err
 	}
 	values := map[string]string{
-		"dir": containerdDir(), "base": baseDir, "pause": PauseImage, "runc": runc,
-		"cni": cniPluginDir, "podCIDR": PodCIDR,
+		"dir": n.Layout.containerdDir(), "base": n.Layout.dir, "pause": PauseImage, "runc": runc,
+		"cni": cniPluginDir, "podCIDR": n.Layout.PodCIDR,
 	}
-	if err := os.MkdirAll(containerdDir(), 0o700); err != nil {
+	if err := os.MkdirAll(n.Layout.containerdDir(), 0o700); err != nil {
 		return err
 	}
-	config := filepath.Join(containerdDir(), "config.toml")
+	config := filepath.Join(n.Layout.containerdDir(), "config.toml")
 	if err := os.WriteFile(config, []byte(render(containerdConfig, values)), 0o600); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(baseDir, "cni", "net.d", "10-bridge.conflist"), []byte(render(cniConfig, values)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(n.Layout.dir, "cni", "net.d", "10-bridge.conflist"), []byte(render(cniConfig, values)), 0o644); err != nil {
 		return err
 	}
 	p, err := n.startDaemon("containerd", containerd, "--config="+config)
@@ -138,7 +135,7 @@ func (n *Node) startContainerd(ctx context.Context) error {
 // ctr runs containerd's ctr against the node's containerd, in the
 // namespace of the CRI plugin, with stdin from input (if not nil).
 func (n *Node) ctr(ctx context.Context, input io.Reader, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "ctr", append([]string{"--address", containerdSocket(), "--namespace", "k8s.io"}, args...)...)
+	cmd := exec.CommandContext(ctx, "ctr", append([]string{"--address", n.Layout.containerdSocket(), "--namespace", "k8s.io"}, args...)...)
 	cmd.Stdin = input
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -20,19 +20,18 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
 )
 
-func imageDir() string { return filepath.Join(baseDir, "images") }
-
 // importImages builds the pause and dnsutils images and imports them, and
 // the images of Options, into containerd.
 func (n *Node) importImages(ctx context.Context) error {
-	if err := os.MkdirAll(imageDir(), 0o755); err != nil {
+	dir := n.Layout.imageDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	pause, err := buildPauseImage(ctx)
+	pause, err := buildPauseImage(ctx, dir)
 	if err != nil {
 		return fmt.Errorf("pause image: %w", err)
 	}
-	dnsutils, err := buildDNSUtilsImage()
+	dnsutils, err := buildDNSUtilsImage(dir)
 	if err != nil {
 		return fmt.Errorf("dnsutils image: %w", err)
 	}
@@ -86,7 +85,7 @@ func cacheDir() (string, error) {
 // (build/pause/linux/pause.c) statically, as the pause image has it, and
 // writes the image PauseImage. The binary is cached by the hash of the
 // source and of the compiler's version.
-func buildPauseImage(ctx context.Context) (string, error) {
+func buildPauseImage(ctx context.Context, dir string) (string, error) {
 	src, err := kubernetesSource(ctx)
 	if err != nil {
 		return "", err
@@ -107,7 +106,14 @@ func buildPauseImage(ctx context.Context) (string, error) {
 	}
 	binary := filepath.Join(cache, "pause-"+hex.EncodeToString(sum[:8]))
 	if _, err := os.Stat(binary); err != nil {
-		tmp := binary + ".tmp"
+		// Clusters that start side by side build it at the same time.
+		f, err := os.CreateTemp(cache, "pause-*.tmp")
+		if err != nil {
+			return "", err
+		}
+		tmp := f.Name()
+		f.Close()
+		defer os.Remove(tmp)
 		args := append(flags, "-o", tmp, filepath.Join(src, "build", "pause", "linux", "pause.c"))
 		if out, err := exec.CommandContext(ctx, "gcc", args...).CombinedOutput(); err != nil {
 			return "", fmt.Errorf("gcc %s: %w: %s", strings.Join(args, " "), err, out)
@@ -124,21 +130,22 @@ func buildPauseImage(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	archive := filepath.Join(imageDir(), "pause.tar")
+	archive := filepath.Join(dir, "pause.tar")
 	return archive, ociimage.WriteArchive(archive, PauseImage, img)
 }
 
-// busyboxApplets are the commands of the dnsutils image besides dig.
+// busyboxApplets are the commands of the dnsutils image besides dig (httpd
+// serves the pages of HTTP tests: see ServeScript).
 var busyboxApplets = []string{
 	"sh", "sleep", "date", "echo", "cat", "sed", "awk", "grep", "printf", "seq",
-	"nslookup", "wget", "ls", "ps", "env", "hostname", "cut", "tr", "head", "tail",
+	"nslookup", "wget", "httpd", "mkdir", "timeout", "ls", "ps", "env", "hostname", "cut", "tr", "head", "tail",
 	"true", "false", "test", "[", "expr", "wc", "sort", "uniq", "id", "kill",
 }
 
 // buildDNSUtilsImage writes DNSUtilsImage: Debian's static busybox for a
 // shell and its tools, and this machine's dig with the shared libraries
 // ldd lists for it, at its path here (/usr/bin/dig on Debian).
-func buildDNSUtilsImage() (string, error) {
+func buildDNSUtilsImage(dir string) (string, error) {
 	busybox, err := exec.LookPath("busybox")
 	if err != nil {
 		return "", err
@@ -172,6 +179,6 @@ func buildDNSUtilsImage() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	archive := filepath.Join(imageDir(), "dnsutils.tar")
+	archive := filepath.Join(dir, "dnsutils.tar")
 	return archive, ociimage.WriteArchive(archive, DNSUtilsImage, img)
 }

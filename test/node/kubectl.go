@@ -58,7 +58,7 @@ func (n *Node) PodProcesses(podUID string) ([]int, error) {
 			continue
 		}
 		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
-		if err == nil && strings.Contains(string(data), "/"+cgroupName+"/") && strings.Contains(string(data), marker) {
+		if err == nil && strings.Contains(string(data), "/"+n.Layout.cgroup+"/") && strings.Contains(string(data), marker) {
 			pids = append(pids, pid)
 		}
 	}

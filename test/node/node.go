@@ -18,8 +18,10 @@
 // rewrites (kernel.panic and others), the node's directory and the
 // processes of the node (daemons, containerd shims, containers).
 //
-// One node runs at a time on a machine (fixed names: directory, cgroup
-// root); Start waits for a lock.
+// Several nodes run side by side, each a cluster of its own with names,
+// addresses and ranges derived from its index (Layout); Connect joins them
+// into one flat pod network. One node of each index runs at a time on a
+// machine (its names are fixed): Start waits for that index's lock.
 //
 // Root only. Start needs from Debian: containerd, runc,
 // containernetworking-plugins, iptables, conntrack, busybox-static, dnsutils
@@ -50,7 +52,8 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
 
-// The node's fixed names and addresses.
+// The names and addresses of cluster 0, the default single node (see
+// Layout for the others).
 const (
 	// Name is the Node's name.
 	Name = "mcs-node"
@@ -60,7 +63,7 @@ const (
 	// PodCIDR is the range the CNI bridge plugin gives pods addresses from.
 	PodCIDR = "10.244.0.0/24"
 	// ServiceCIDR is the Service ClusterIP range (IPv4 only).
-	ServiceCIDR = "10.96.0.0/12"
+	ServiceCIDR = "10.96.0.0/16"
 	// ClusterDNS is the address kubelet writes into pods' resolv.conf:
 	// the ClusterIP the kube-dns Service must have.
 	ClusterDNS = "10.96.0.10"
@@ -73,18 +76,14 @@ const (
 	// DNSUtilsImage has busybox and dig (see dnsUtilsImage); its command
 	// is sh.
 	DNSUtilsImage = "coredns-mcs.test/dnsutils:local"
-
-	// cgroupName is the cgroup (in every hierarchy) that kubelet puts pods
-	// under.
-	cgroupName = "coredns-mcs-node"
 )
-
-// baseDir holds everything of the node on disk; it is removed by Stop and
-// by the next Start.
-var baseDir = filepath.Join(os.TempDir(), "coredns-mcs-node")
 
 // Options configures Start.
 type Options struct {
+	// Index picks the cluster's Layout: 0 (the default) is the single
+	// node of Name, IP, PodCIDR, ServiceCIDR and ClusterDNS; clusters with
+	// other indexes run beside it and each other, and Connect joins them.
+	Index int
 	// KubeDir holds the kube set's binaries; empty means test/testbin's
 	// kube set (TESTBIN_KUBE, or built).
 	KubeDir string
@@ -96,6 +95,56 @@ type Options struct {
 	Images []string
 	// Logf receives progress and timings; nil discards them.
 	Logf func(format string, args ...any)
+
+	// lock is the cluster's lock, taken already (StartClusters); nil:
+	// Start takes it.
+	lock *os.File
+}
+
+// StartClusters starts count clusters side by side, indexes 0 to count-1,
+// each with opts but its own Index. It takes their locks first, one after
+// the other in index order, as every caller that holds several does, so
+// that two runs that want the same clusters never hold one each and wait for
+// the other's. On error, the clusters started are stopped.
+func StartClusters(ctx context.Context, count int, opts Options) ([]*Node, error) {
+	locks := make([]*os.File, 0, count)
+	for i := range count {
+		l, err := LayoutOf(i)
+		if err == nil {
+			var f *os.File
+			if f, err = flock.Acquire(ctx, l.lock, fmt.Sprintf("node of cluster %d", i)); err == nil {
+				locks = append(locks, f)
+				continue
+			}
+		}
+		for _, f := range locks {
+			f.Close()
+		}
+		return nil, err
+	}
+	nodes := make([]*Node, count)
+	errs := make([]error, count)
+	var wg sync.WaitGroup
+	for i := range count {
+		o := opts
+		o.Index, o.lock = i, locks[i]
+		wg.Go(func() { nodes[i], errs[i] = Start(ctx, o) })
+	}
+	wg.Wait()
+	for i, n := range nodes {
+		if n == nil {
+			locks[i].Close() // Start failed before it took the lock over
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		for _, n := range nodes {
+			if n != nil {
+				err = errors.Join(err, n.Stop())
+			}
+		}
+		return nil, err
+	}
+	return nodes, nil
 }
 
 // Node is a running node.
@@ -109,6 +158,8 @@ type Node struct {
 	NetNS *netns.Namespace
 	// KubeDir holds kubectl and the other binaries.
 	KubeDir string
+	// Layout is the cluster's names, addresses and ranges.
+	Layout Layout
 
 	opts  Options
 	start time.Time
@@ -143,10 +194,16 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 		return nil, errors.Join(ErrPrerequisite, err)
 	}
 
-	n := &Node{KubeDir: opts.KubeDir, opts: opts}
-	waited := time.Now()
-	if n.lock, err = flock.Acquire(ctx, lockPath, "node"); err != nil {
+	layout, err := LayoutOf(opts.Index)
+	if err != nil {
 		return nil, err
+	}
+	n := &Node{KubeDir: opts.KubeDir, Layout: layout, opts: opts}
+	waited := time.Now()
+	if n.lock = opts.lock; n.lock == nil {
+		if n.lock, err = flock.Acquire(ctx, layout.lock, fmt.Sprintf("node of cluster %d", layout.Index)); err != nil {
+			return nil, err
+		}
 	}
 	// The node's timings start once it is ours: another test's node may
 	// have held the lock until now.
@@ -161,10 +218,13 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 			}
 		}
 	}()
-	if err := sweep(); err != nil {
+	if err := sweep(layout); err != nil {
 		return nil, fmt.Errorf("clean up after an earlier node: %w", err)
 	}
-	for _, dir := range []string{logDir(), filepath.Join(baseDir, "kubelet"), filepath.Join(baseDir, "cni", "net.d")} {
+	if err := sweepIdle(); err != nil {
+		return nil, fmt.Errorf("clean up after an earlier node: %w", err)
+	}
+	for _, dir := range []string{layout.logDir(), filepath.Join(layout.dir, "kubelet"), filepath.Join(layout.dir, "cni", "net.d")} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("node directory: %w", err)
 		}
@@ -173,13 +233,13 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	if n.NetNS, err = netns.New(); err != nil {
 		return nil, err
 	}
-	if _, err := n.NetNS.Run(ctx, "ip", "addr", "add", IP+"/32", "dev", "lo"); err != nil {
+	if _, err := n.NetNS.Run(ctx, "ip", "addr", "add", layout.IP+"/32", "dev", "lo"); err != nil {
 		return nil, fmt.Errorf("node address: %w", err)
 	}
 	if err := n.startMountNamespace(ctx); err != nil {
 		return nil, err
 	}
-	if err := createCgroups(); err != nil {
+	if err := layout.footprint().CreateCgroups(); err != nil {
 		return nil, err
 	}
 	if err := n.startContainerd(ctx); err != nil {
@@ -194,9 +254,9 @@ func Start(ctx context.Context, opts Options) (_ *Node, err error) {
 	n.ControlPlane, err = controlplane.Start(ctx, controlplane.Options{
 		AssetsDir:             opts.KubeDir,
 		NetNS:                 n.NetNS,
-		AdvertiseAddress:      IP,
+		AdvertiseAddress:      layout.IP,
 		ServiceAccounts:       true,
-		ServiceClusterIPRange: ServiceCIDR,
+		ServiceClusterIPRange: layout.ServiceCIDR,
 		InstallCRDs:           opts.InstallCRDs,
 		// Without it kube-apiserver looks the node's name up with the
 		// machine's resolver to reach kubelet (logs, exec).
@@ -233,10 +293,8 @@ func (n *Node) Started() time.Time { return n.start }
 
 // step logs how long the start has taken so far.
 func (n *Node) step(what string) {
-	n.opts.Logf("node: %s after %.1fs", what, time.Since(n.start).Seconds())
+	n.opts.Logf("%s: %s after %.1fs", n.Layout.Name, what, time.Since(n.start).Seconds())
 }
-
-func logDir() string { return filepath.Join(baseDir, "logs") }
 
 // startDaemon starts a process of the node in its network and mount
 // namespaces.
@@ -248,7 +306,7 @@ func (n *Node) startDaemon(name, path string, args ...string) (*process.Process,
 		// cannot: setns of a mount namespace needs a single thread).
 		Path:    "nsenter",
 		Args:    append([]string{fmt.Sprintf("--mount=/proc/%d/ns/mnt", holder.Pid), "--", path}, args...),
-		LogPath: filepath.Join(logDir(), name+".log"),
+		LogPath: filepath.Join(n.Layout.logDir(), name+".log"),
 		NetNS:   n.NetNS,
 	})
 	if err != nil {
@@ -265,7 +323,7 @@ func (n *Node) startDaemon(name, path string, args ...string) (*process.Process,
 // own, for what containerd, its shims and kubelet write at fixed places
 // (/run/containerd, /var/log/containers).
 func (n *Node) startMountNamespace(ctx context.Context) error {
-	ready := filepath.Join(baseDir, "mountns.ready")
+	ready := filepath.Join(n.Layout.dir, "mountns.ready")
 	script := strings.Join([]string{
 		"set -e",
 		// -n: no record in /run/mount/utab, which is the machine's
@@ -279,7 +337,7 @@ func (n *Node) startMountNamespace(ctx context.Context) error {
 		Name:       "mount namespace",
 		Path:       "/bin/sh",
 		Args:       []string{"-c", script},
-		LogPath:    filepath.Join(logDir(), "mountns.log"),
+		LogPath:    filepath.Join(n.Layout.logDir(), "mountns.log"),
 		NetNS:      n.NetNS,
 		NewMountNS: true,
 	})
@@ -303,7 +361,7 @@ func (n *Node) startKube(ctx context.Context) error {
 	_, err := n.Client.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "coredns-mcs-node:system:node"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:node"},
-		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "system:node:" + Name}},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "system:node:" + n.Layout.Name}},
 	}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("bind the node role: %w", err)
@@ -323,7 +381,7 @@ func (n *Node) startKube(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	kubelet, err := kubeconfig("system:node:"+Name, "system:nodes")
+	kubelet, err := kubeconfig("system:node:"+n.Layout.Name, "system:nodes")
 	if err != nil {
 		return err
 	}
@@ -352,24 +410,24 @@ func (n *Node) startKube(ctx context.Context) error {
 	}
 
 	// kubelet rewrites some global sysctls: keep what they were.
-	if err := saveSysctls(); err != nil {
+	if err := saveSysctls(n.Layout); err != nil {
 		return err
 	}
-	kubeletConfig, err := writeKubeletConfig()
+	kubeletConfig, err := writeKubeletConfig(n.Layout)
 	if err != nil {
 		return err
 	}
 	if _, err := n.startDaemon("kubelet", bin("kubelet"),
 		"--config="+kubeletConfig,
 		"--kubeconfig="+kubelet,
-		"--root-dir="+filepath.Join(baseDir, "kubelet", "root"),
-		"--cert-dir="+filepath.Join(baseDir, "kubelet", "pki"),
-		"--hostname-override="+Name,
-		"--node-ip="+IP,
+		"--root-dir="+filepath.Join(n.Layout.dir, "kubelet", "root"),
+		"--cert-dir="+filepath.Join(n.Layout.dir, "kubelet", "pki"),
+		"--hostname-override="+n.Layout.Name,
+		"--node-ip="+n.Layout.IP,
 	); err != nil {
 		return err
 	}
-	proxyConfig, err := writeKubeProxyConfig(proxy)
+	proxyConfig, err := writeKubeProxyConfig(n.Layout, proxy)
 	if err != nil {
 		return err
 	}
@@ -402,7 +460,8 @@ func (n *Node) waitNodeReady(ctx context.Context) error {
 }
 
 func (n *Node) checkNodeReady(ctx context.Context) error {
-	node, err := n.Client.CoreV1().Nodes().Get(ctx, Name, metav1.GetOptions{})
+	name := n.Layout.Name
+	node, err := n.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
@@ -410,13 +469,13 @@ func (n *Node) checkNodeReady(ctx context.Context) error {
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			if c.Status != corev1.ConditionTrue {
-				return fmt.Errorf("Node %s: %s: %s", Name, c.Reason, c.Message)
+				return fmt.Errorf("Node %s: %s: %s", name, c.Reason, c.Message)
 			}
 			ready = true
 		}
 	}
 	if !ready {
-		return fmt.Errorf("Node %s has no Ready condition yet", Name)
+		return fmt.Errorf("Node %s has no Ready condition yet", name)
 	}
 	return n.WaitServiceAccount(ctx, metav1.NamespaceDefault)
 }
@@ -458,7 +517,7 @@ func (n *Node) LogTail(name string, lines int) string {
 	if name == "kube-apiserver" && n.ControlPlane != nil {
 		return n.ControlPlane.APIServerLogTail(lines)
 	}
-	return process.LogTail(filepath.Join(logDir(), name+".log"), lines)
+	return process.LogTail(filepath.Join(n.Layout.logDir(), name+".log"), lines)
 }
 
 // Stop stops every process of the node and undoes what it changed on the
@@ -478,17 +537,17 @@ func (n *Node) Stop() error {
 	for i := len(n.daemons) - 1; i >= 0; i-- {
 		errs = append(errs, n.daemons[i].p.Stop(10*time.Second))
 	}
-	errs = append(errs, killNodeProcesses())
+	errs = append(errs, n.Layout.footprint().Kill())
 	if n.ControlPlane != nil {
 		errs = append(errs, n.ControlPlane.Stop())
 	}
-	errs = append(errs, sweep())
+	errs = append(errs, sweep(n.Layout))
 	if n.NetNS != nil {
 		errs = append(errs, n.NetNS.Close())
 	}
 	if n.lock != nil {
 		errs = append(errs, n.lock.Close())
 	}
-	n.opts.Logf("node: stopped in %.1fs", time.Since(began).Seconds())
+	n.opts.Logf("%s: stopped in %.1fs", n.Layout.Name, time.Since(began).Seconds())
 	return errors.Join(errs...)
 }

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/flock"
 )
 
 // killedChildEnv makes the test binary start a node, run a pod and wait to
@@ -90,9 +91,32 @@ type machineState struct {
 	dir       bool
 }
 
-func readMachineState(t *testing.T) machineState {
+func readMachineState(t *testing.T) machineState { return readLayoutState(t, mustLayout(0)) }
+
+// readLayoutState reads what a node of layout l changes on the machine,
+// while no node runs: it holds every cluster's lock, in index order, as
+// StartClusters takes them, so that the nodes of other tests (other
+// packages run at the same time) are neither seen nor counted.
+// A lock not released within ten minutes is a node of ours left running.
+func readLayoutState(t *testing.T, l Layout) machineState {
 	t.Helper()
-	s := machineState{sysctls: map[string]string{}, processes: nodeProcesses()}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	for i := range MaxClusters {
+		f, err := flock.Acquire(ctx, mustLayout(i).lock, fmt.Sprintf("node of cluster %d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+	}
+	return readLayoutStateNow(t, l)
+}
+
+// readLayoutStateNow reads the state without waiting for any lock: while a
+// node of the test runs.
+func readLayoutStateNow(t *testing.T, l Layout) machineState {
+	t.Helper()
+	s := machineState{sysctls: map[string]string{}, processes: l.footprint().Processes()}
 	for _, name := range kubeletSysctls {
 		data, err := os.ReadFile(filepath.Join("/proc/sys", name))
 		if err != nil {
@@ -100,12 +124,12 @@ func readMachineState(t *testing.T) machineState {
 		}
 		s.sysctls[name] = strings.TrimSpace(string(data))
 	}
-	cgroups, err := footprint.Cgroups()
+	cgroups, err := l.footprint().Cgroups()
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.cgroups = cgroups
-	_, err = os.Stat(baseDir)
+	_, err = os.Stat(l.dir)
 	s.dir = err == nil
 	return s
 }
@@ -115,7 +139,12 @@ func readMachineState(t *testing.T) machineState {
 // directory or lock.
 func checkMachineRestored(t *testing.T, before machineState) {
 	t.Helper()
-	now := readMachineState(t)
+	checkLayoutRestored(t, mustLayout(0), before)
+}
+
+func checkLayoutRestored(t *testing.T, l Layout, before machineState) {
+	t.Helper()
+	now := readLayoutState(t, l)
 	for name, value := range before.sysctls {
 		if now.sysctls[name] != value {
 			t.Errorf("sysctl %s is %s, was %s before the node", name, now.sysctls[name], value)
@@ -128,16 +157,9 @@ func checkMachineRestored(t *testing.T, before machineState) {
 		t.Errorf("cgroups left: %v", now.cgroups)
 	}
 	if now.dir {
-		t.Errorf("%s left", baseDir)
+		t.Errorf("%s left", l.dir)
 	}
-	f, err := os.Open(lockPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		t.Errorf("the node lock is still held: %v", err)
-	}
+	// readLayoutState took every lock: none is still held.
 }
 
 // TestNodeRunsPods starts a node and runs a pod from the dnsutils image;
@@ -169,7 +191,7 @@ func TestNodeRunsPods(t *testing.T) {
 		}
 	}
 	checkMultiPlatformImport(t, ctx, n)
-	if during := readMachineState(t); len(during.processes) == 0 || len(during.cgroups) == 0 || !during.dir {
+	if during := readLayoutStateNow(t, mustLayout(0)); len(during.processes) == 0 || len(during.cgroups) == 0 || !during.dir {
 		t.Errorf("the running node shows no processes, cgroups or directory: %+v", during)
 	}
 	if err := n.Stop(); err != nil {

@@ -12,45 +12,67 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	hostfootprint "github.com/coredns-mcs/coredns-mcs/test/internal/footprint"
 )
 
-// sweep undoes everything a node leaves on the machine, whether it stopped
-// or was killed: it kills the node's remaining processes (containerd shims
-// and containers outlive a killed test), restores the sysctls kubelet
-// changed, removes the cgroup root and the node's directory. Node
-// processes are recognised by their cgroup (under cgroupName) or by the
-// node's directory in their command line: nothing else has either.
-func sweep() error {
+// sweep undoes everything a node of layout l leaves on the machine, whether
+// it stopped or was killed: it kills the node's remaining processes
+// (containerd shims and containers outlive a killed test), restores the
+// sysctls kubelet changed, removes the cgroup root and the node's
+// directory. Node processes are recognised by their cgroup (under the
+// layout's cgroup) or by the node's directory in their command line:
+// nothing else has either. The caller holds l's lock.
+func sweep(l Layout) error {
 	var errs []error
-	if err := killNodeProcesses(); err != nil {
+	if err := l.footprint().Kill(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := restoreSysctls(); err != nil {
+	if err := restoreSysctls(l); err != nil {
 		errs = append(errs, err)
 	}
-	if err := removeCgroups(); err != nil {
+	if err := l.footprint().RemoveCgroups(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := os.RemoveAll(baseDir); err != nil {
-		errs = append(errs, fmt.Errorf("remove %s: %w", baseDir, err))
+	if err := os.RemoveAll(l.dir); err != nil {
+		errs = append(errs, fmt.Errorf("remove %s: %w", l.dir, err))
+	}
+	return errors.Join(errs...)
+}
+
+// sweepIdle sweeps what killed runs left of the clusters whose lock nobody
+// holds, so that a killed multi-cluster run is cleaned up by the next node,
+// whatever its index. A cluster that runs holds its lock and is left alone.
+func sweepIdle() error {
+	var errs []error
+	for i := range MaxClusters {
+		l := mustLayout(i)
+		if _, err := os.Stat(l.dir); err != nil {
+			if procs := l.footprint().Processes(); len(procs) == 0 {
+				continue // nothing left of it
+			}
+		}
+		f, err := os.OpenFile(l.lock, os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			f.Close()
+			continue // it runs
+		}
+		errs = append(errs, sweep(l))
+		f.Close()
 	}
 	return errors.Join(errs...)
 }
 
 // footprint names the node's processes (and so its containers' and shims')
 // and cgroups.
-var footprint = hostfootprint.Footprint{Cgroup: cgroupName, Markers: []string{baseDir + "/"}}
-
-func nodeProcesses() []int { return footprint.Processes() }
-
-func killNodeProcesses() error { return footprint.Kill() }
-
-// createCgroups creates the cgroup kubelet puts pods under (its
-// cgroupRoot) in every hierarchy: kubelet requires it to exist in each.
-func createCgroups() error { return footprint.CreateCgroups() }
-
-func removeCgroups() error { return footprint.RemoveCgroups() }
+func (l Layout) footprint() hostfootprint.Footprint {
+	return hostfootprint.Footprint{Cgroup: l.cgroup, Markers: []string{l.dir + "/"}}
+}
 
 // kubeletSysctls are the global sysctls kubelet sets when they differ from
 // what it wants (setupKernelTunables in pkg/kubelet/cm/
@@ -64,23 +86,37 @@ var kubeletSysctls = []string{
 	"kernel/keys/root_maxbytes",
 }
 
-func sysctlFile() string { return filepath.Join(baseDir, "sysctls.json") }
-
-// saveSysctls records the values kubelet may change, before it starts.
-func saveSysctls() error {
-	saved := map[string]string{}
-	for _, name := range kubeletSysctls {
-		data, err := os.ReadFile(filepath.Join("/proc/sys", name))
-		if err != nil {
-			return fmt.Errorf("read sysctl %s: %w", name, err)
+// saveSysctls records the values kubelet may change, before it starts. The
+// sysctls are the machine's, shared by every cluster: when another
+// cluster's kubelet may have changed them already, its record (the values
+// from before any kubelet) is copied, so that every record holds the
+// machine's own values and restoring any of them, in any order, is right.
+// A record is removed only after its values were written back.
+func saveSysctls(l Layout) error {
+	var saved map[string]string
+	for i := range MaxClusters {
+		if other := mustLayout(i); other.Index != l.Index {
+			if s, err := readSysctls(other); err == nil && s != nil {
+				saved = s
+				break
+			}
 		}
-		saved[name] = strings.TrimSpace(string(data))
+	}
+	if saved == nil {
+		saved = map[string]string{}
+		for _, name := range kubeletSysctls {
+			data, err := os.ReadFile(filepath.Join("/proc/sys", name))
+			if err != nil {
+				return fmt.Errorf("read sysctl %s: %w", name, err)
+			}
+			saved[name] = strings.TrimSpace(string(data))
+		}
 	}
 	data, err := json.Marshal(saved)
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(sysctlFile())
+	f, err := os.Create(l.sysctlFile())
 	if err != nil {
 		return fmt.Errorf("save sysctls: %w", err)
 	}
@@ -97,18 +133,27 @@ func saveSysctls() error {
 	return f.Close()
 }
 
-// restoreSysctls writes back the values saveSysctls recorded, if any.
-func restoreSysctls() error {
-	data, err := os.ReadFile(sysctlFile())
+// readSysctls returns what saveSysctls recorded for l, or nil.
+func readSysctls(l Layout) (map[string]string, error) {
+	data, err := os.ReadFile(l.sysctlFile())
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return fmt.Errorf("restore sysctls: %w", err)
+		return nil, fmt.Errorf("restore sysctls: %w", err)
 	}
 	var saved map[string]string
 	if err := json.Unmarshal(data, &saved); err != nil {
-		return fmt.Errorf("restore sysctls from %s: %w", sysctlFile(), err)
+		return nil, fmt.Errorf("restore sysctls from %s: %w", l.sysctlFile(), err)
+	}
+	return saved, nil
+}
+
+// restoreSysctls writes back the values saveSysctls recorded, if any.
+func restoreSysctls(l Layout) error {
+	saved, err := readSysctls(l)
+	if err != nil || saved == nil {
+		return err
 	}
 	var errs []error
 	for name, value := range saved {
@@ -120,7 +165,7 @@ func restoreSysctls() error {
 		}
 	}
 	if len(errs) == 0 {
-		errs = append(errs, os.Remove(sysctlFile()))
+		errs = append(errs, os.Remove(l.sysctlFile()))
 	}
 	return errors.Join(errs...)
 }

@@ -56,3 +56,44 @@ func Require(t testing.TB) {
 		t.Skipf("skipping: %v", err)
 	}
 }
+
+// ClustersForTest starts count clusters side by side (indexes 0 to
+// count-1, each with opts but its own Index), joins them with Connect, and
+// undoes it all when t and its subtests finish. Skips and failures as in
+// ForTest.
+func ClustersForTest(t testing.TB, count int, opts Options) ([]*Node, *Network) {
+	t.Helper()
+	Require(t)
+	if opts.Logf == nil {
+		opts.Logf = t.Logf
+	}
+	nodes, err := StartClusters(t.Context(), count, opts)
+	if errors.Is(err, ErrPrerequisite) && os.Getenv("CI") != "true" {
+		t.Skipf("skipping: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("start %d clusters: %v", count, err)
+	}
+	for _, n := range nodes {
+		t.Cleanup(func() {
+			if t.Failed() {
+				for _, name := range []string{"kubelet", "containerd", "kube-proxy", "kube-apiserver"} {
+					t.Logf("%s: %s log (last 25 lines):\n%s", n.Layout.Name, name, n.LogTail(name, 25))
+				}
+			}
+			if err := n.Stop(); err != nil {
+				t.Errorf("stop %s: %v", n.Layout.Name, err)
+			}
+		})
+	}
+	net, err := Connect(t.Context(), nodes...)
+	if err != nil {
+		t.Fatalf("connect the clusters: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := net.Close(); err != nil {
+			t.Errorf("disconnect the clusters: %v", err)
+		}
+	})
+	return nodes, net
+}
