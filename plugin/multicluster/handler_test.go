@@ -50,12 +50,18 @@ type importDef struct {
 	ports    []portFields
 	derived  string // the derived-service annotation
 	copy     bool   // labelled as a controller's per-cluster copy
+	// annotations are more annotations.
+	annotations map[string]string
 }
 
 func (d importDef) fields() importFields {
 	f := importFields{namespace: d.ns, name: d.name, typ: d.typ, ips: d.ips, ports: d.ports}
+	f.annotations = map[string]string{}
+	for k, v := range d.annotations {
+		f.annotations[k] = v
+	}
 	if d.derived != "" {
-		f.annotations = map[string]string{annotationDerivedService: d.derived}
+		f.annotations[annotationDerivedService] = d.derived
 	}
 	if d.copy {
 		f.labels = map[string]string{labelServiceName: d.name}

@@ -154,6 +154,9 @@ func TestImportsCannotTakeOverAddresses(t *testing.T) {
 	local := newFakeCluster()
 	local.add("kube-system", "kube-dns", core.ServiceTypeClusterIP, true, "10.96.0.10")
 	local.add("team-a", "derived-x2", core.ServiceTypeClusterIP, true, "10.96.7.7")
+	// The AWS controller's derived Services, named in its own annotation.
+	local.add("team-a", "imported-east", core.ServiceTypeClusterIP, true, "10.96.8.1")
+	local.add("team-a", "imported-west", core.ServiceTypeClusterIP, true, "10.96.8.2")
 	local.endpoints = map[string][]serviceKey{
 		"10.244.0.5": {{namespace: "kube-system", name: "kube-dns"}},
 		"10.244.0.6": {{namespace: "team-a", name: "derived-x2"}},
@@ -162,6 +165,8 @@ func TestImportsCannotTakeOverAddresses(t *testing.T) {
 		{ns: "team-a", name: "x", typ: "ClusterSetIP", ips: []string{"10.96.0.10", "169.254.169.254", "127.0.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "fe80::1", "::1", "10.42.0.1"}},
 		{ns: "team-a", name: "x2", typ: "ClusterSetIP", derived: "derived-x2"},
 		{ns: "team-a", name: "h", typ: "Headless"},
+		{ns: "team-a", name: "aws", typ: "ClusterSetIP", ips: []string{"10.96.8.1", "10.96.8.2"}, annotations: map[string]string{
+			annotationAWSDerived: `[{"cluster":"east","derived-service":"imported-east"},{"cluster":"west","derived-service":"imported-west"}]`}},
 	}, local)
 	problems := setSlice(t, m, slice{ns: "team-a", svc: "h", cluster: "c1", name: "h-c1", endpoints: []discovery.Endpoint{
 		ep("10.244.0.5", "", nil), ep("10.244.0.6", "", nil), ep("169.254.169.254", "", nil), ep("10.1.0.1", "", nil),
@@ -190,6 +195,7 @@ func TestImportsCannotTakeOverAddresses(t *testing.T) {
 		{"10.96.7.7", "x2.team-a.svc." + z}, // a derived Service is the import's
 		{"10.244.0.6", "10-244-0-6.c1.h.team-a.svc." + z},
 		{"10.1.0.1", "10-1-0-1.c1.h.team-a.svc." + z},
+		{"10.96.8.2", "aws.team-a.svc." + z},
 	} {
 		name, _ := dns.ReverseAddr(tc.addr)
 		calls := next.calls

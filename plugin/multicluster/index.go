@@ -76,7 +76,11 @@ type view struct {
 	// derived names the local Service whose ClusterIPs answer for a
 	// ClusterSetIP import without spec.ips (its derived-service annotation).
 	derived string
-	ports   []servicePort
+	// owned are other local Services that carry the import's addresses,
+	// named by another controller's own annotation (AWS): PTR of their
+	// ClusterIPs is the import's, as for derived.
+	owned []string
+	ports []servicePort
 	// eps are the endpoints of a headless import; nil for ClusterSetIP
 	// imports, whose views are their specs: the pointer keeps those small.
 	eps *endpointSet
@@ -286,26 +290,31 @@ func (x *index) put(key serviceKey, old, v *view) {
 			x.namespaces[key.namespace] = n
 		}
 	}
-	if derivedOf(old) != derivedOf(v) {
-		x.relinkDerivedLocked(key, derivedOf(old), derivedOf(v))
+	if before, after := ownedOf(old), ownedOf(v); !slices.Equal(before, after) {
+		x.relinkDerivedLocked(key, before, after)
 	}
 	x.mu.Unlock()
 	x.serial.tick()
 }
 
-func derivedOf(v *view) string {
-	if v == nil {
-		return ""
+// ownedOf returns the local Services whose ClusterIPs are the import v's:
+// its derived Service, and those another controller names.
+func ownedOf(v *view) []string {
+	if v == nil || (v.derived == "" && len(v.owned) == 0) {
+		return nil
 	}
-	return v.derived
+	if v.derived == "" {
+		return v.owned
+	}
+	return append([]string{v.derived}, v.owned...)
 }
 
-// relinkDerivedLocked moves key from the imports of the derived Service
-// before to those of after (either may be empty). Lists are copied, never
-// edited in place: readers may hold the old ones.
-func (x *index) relinkDerivedLocked(key serviceKey, before, after string) {
-	if before != "" {
-		d := serviceKey{namespace: key.namespace, name: before}
+// relinkDerivedLocked moves key from the imports of the local Services
+// before to those of after. Lists are copied, never edited in place:
+// readers may hold the old ones.
+func (x *index) relinkDerivedLocked(key serviceKey, before, after []string) {
+	for _, name := range before {
+		d := serviceKey{namespace: key.namespace, name: name}
 		kept := slices.DeleteFunc(slices.Clone(x.derivedBy[d]), func(k serviceKey) bool { return k == key })
 		if len(kept) == 0 {
 			delete(x.derivedBy, d)
@@ -313,9 +322,11 @@ func (x *index) relinkDerivedLocked(key serviceKey, before, after string) {
 			x.derivedBy[d] = kept
 		}
 	}
-	if after != "" {
-		d := serviceKey{namespace: key.namespace, name: after}
-		x.derivedBy[d] = append(slices.Clip(x.derivedBy[d]), key)
+	for _, name := range after {
+		d := serviceKey{namespace: key.namespace, name: name}
+		if !slices.Contains(x.derivedBy[d], key) {
+			x.derivedBy[d] = append(slices.Clip(x.derivedBy[d]), key)
+		}
 	}
 	x.derived.Store(int32(min(len(x.derivedBy), math.MaxInt32))) // #nosec G115 -- bounded above
 }

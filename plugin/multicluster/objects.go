@@ -1,7 +1,9 @@
 package multicluster
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"net"
 	"slices"
@@ -25,6 +27,13 @@ const (
 	// import's ClusterIPs. The mcs-api reference controller sets it
 	// (controllers/common.go, DerivedServiceAnnotation), and so does Cilium.
 	annotationDerivedService = "multicluster.kubernetes.io/derived-service"
+	// annotationAWSDerived lists, as JSON, the local Services that carry a
+	// ServiceImport's addresses, one per exporting cluster: the AWS Cloud
+	// Map MCS controller's own record of its derived Services
+	// (pkg/controllers/multicluster/utils.go, DerivedServiceAnnotation, in
+	// aws/aws-cloud-map-mcs-controller-for-k8s); its spec.ips are their
+	// ClusterIPs.
+	annotationAWSDerived = "multicluster.k8s.aws/derived-service"
 )
 
 // importSpec is a ServiceImport reduced to what DNS needs; v1alpha1 and
@@ -129,6 +138,9 @@ func newImportSpec(f importFields) (s *importSpec, problems []string, err error)
 	if len(s.ipv4) > 0 || len(s.ipv6) > 0 {
 		s.source = sourceSpec
 	}
+	if d, ok := f.annotations[annotationAWSDerived]; ok && !s.headless {
+		s.owned, problems = parseAWSDerived(d, problems)
+	}
 	if d, ok := f.annotations[annotationDerivedService]; ok && !s.headless {
 		if errs := validation.IsDNS1123Label(d); len(errs) > 0 {
 			problems = append(problems, fmt.Sprintf("annotation %s=%q is not a Service name; ignored", annotationDerivedService, d))
@@ -147,6 +159,28 @@ func newImportSpec(f importFields) (s *importSpec, problems []string, err error)
 }
 
 func isNone(s string) bool { return strings.EqualFold(s, "None") }
+
+// parseAWSDerived reads the names of annotationAWSDerived: a JSON list of
+// {"cluster": ..., "derived-service": ...}.
+func parseAWSDerived(value string, problems []string) ([]string, []string) {
+	var entries []struct {
+		Derived string `json:"derived-service"`
+	}
+	if err := json.Unmarshal([]byte(value), &entries); err != nil {
+		return nil, append(problems, fmt.Sprintf("annotation %s is not a JSON list of derived Services (%v); ignored", annotationAWSDerived, err))
+	}
+	var names []string
+	for _, e := range entries {
+		if errs := validation.IsDNS1123Label(e.Derived); len(errs) > 0 {
+			problems = append(problems, fmt.Sprintf("annotation %s: %q is not a Service name; ignored", annotationAWSDerived, e.Derived))
+			continue
+		}
+		if !slices.Contains(names, e.Derived) {
+			names = append(names, e.Derived)
+		}
+	}
+	return names, problems
+}
 
 // parseClusterSetIPs keeps every address of spec.ips, once each, by family
 // and in the order given. Controllers that give each exporting cluster's
@@ -473,9 +507,7 @@ func sortedUnique(ips []net.IP) []net.IP {
 	return slices.CompactFunc(ips, net.IP.Equal)
 }
 
-func compareIP(a, b net.IP) int {
-	return strings.Compare(string(a), string(b))
-}
+func compareIP(a, b net.IP) int { return bytes.Compare(a, b) }
 
 // The specs are what informer stores hold, so they are Kubernetes objects as
 // far as the store's key function and the reflector care.

@@ -1,6 +1,8 @@
 package multicluster
 
 import (
+	"cmp"
+	"net"
 	"net/netip"
 	"slices"
 	"sync"
@@ -126,12 +128,11 @@ func (s *sources) removeSliceLocked(key serviceKey, name string) {
 // replace puts slice b in place of a (either may be nil; both have the same
 // name), with work proportional to the two slices and a copy of the list.
 func (ss *serviceSlices) replace(a, b *sliceSpec) {
+	ss.recount(a, b)
 	if a != nil {
-		ss.count(a, -1)
 		delete(ss.byName, a.name)
 	}
 	if b != nil {
-		ss.count(b, 1)
 		ss.byName[b.name] = b
 	}
 	ordered := slices.Clone(ss.ordered)
@@ -147,16 +148,85 @@ func (ss *serviceSlices) replace(a, b *sliceSpec) {
 	ss.ordered = ordered
 }
 
-// count adds (delta 1) or removes (-1) the addresses and names of sl.
-func (ss *serviceSlices) count(sl *sliceSpec, delta int32) {
-	for i, e := range sl.endpoints {
-		if addr, ok := netip.AddrFromSlice(e.ip); ok {
-			tally(ss.addrs, addr, delta, &ss.dupAddr)
+// recount moves the counts of addresses and names from slice a to slice b
+// (either may be nil): what both hold is left as it is, so that a slice event
+// that changes one endpoint changes one count or two.
+func (ss *serviceSlices) recount(a, b *sliceSpec) {
+	var ea, eb []endpoint
+	if a != nil {
+		ea = a.endpoints
+	}
+	if b != nil {
+		eb = b.endpoints
+	}
+	// Both are ordered by host, then address.
+	i, j := 0, 0
+	for i < len(ea) || j < len(eb) {
+		c := 0
+		switch {
+		case i == len(ea):
+			c = 1
+		case j == len(eb):
+			c = -1
+		default:
+			c = cmp.Or(cmp.Compare(ea[i].host, eb[j].host), compareIP(ea[i].ip, eb[j].ip))
 		}
-		// A name with several addresses is one name: count it once a slice.
-		if e.host != "" && (i == 0 || sl.endpoints[i-1].host != e.host) {
-			tally(ss.names, hostKey{host: e.host, cluster: e.cluster}, delta, &ss.dupName)
+		switch {
+		case c < 0:
+			ss.tallyAddr(ea[i].ip, -1)
+			i++
+		case c > 0:
+			ss.tallyAddr(eb[j].ip, 1)
+			j++
+		default:
+			i++
+			j++
 		}
+	}
+	// A name with several addresses is one name: counted once a slice.
+	i, j = 0, 0
+	for i < len(ea) || j < len(eb) {
+		c := 0
+		switch {
+		case i == len(ea):
+			c = 1
+		case j == len(eb):
+			c = -1
+		default:
+			c = cmp.Compare(ea[i].host, eb[j].host)
+		}
+		host := ""
+		if c <= 0 {
+			host = ea[i].host
+		} else {
+			host = eb[j].host
+		}
+		switch {
+		case host == "":
+		case c < 0:
+			tally(ss.names, hostKey{host: host, cluster: a.cluster}, -1, &ss.dupName)
+		case c > 0:
+			tally(ss.names, hostKey{host: host, cluster: b.cluster}, 1, &ss.dupName)
+		case a.cluster != b.cluster:
+			tally(ss.names, hostKey{host: host, cluster: a.cluster}, -1, &ss.dupName)
+			tally(ss.names, hostKey{host: host, cluster: b.cluster}, 1, &ss.dupName)
+		}
+		if c <= 0 {
+			for i < len(ea) && ea[i].host == host {
+				i++
+			}
+		}
+		if c >= 0 {
+			for j < len(eb) && eb[j].host == host {
+				j++
+			}
+		}
+	}
+}
+
+func (ss *serviceSlices) tallyAddr(ip net.IP, delta int32) {
+	if addr, ok := netip.AddrFromSlice(ip); ok {
+		tally(ss.addrs, addr, delta, &ss.dupAddr)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
 
+	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
 
@@ -181,7 +182,10 @@ func (s *server) query(name string, qtype uint16) (*dns.Msg, error) {
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(name), qtype)
 	r, _, err := c.Exchange(m, s.addr)
-	return r, err
+	if err != nil {
+		return nil, err
+	}
+	return r, dnscheck.Distinct(r)
 }
 
 // answersA reports whether name has exactly the A records want.

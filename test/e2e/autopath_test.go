@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 
@@ -43,6 +44,9 @@ func queryFrom(t *testing.T, s *server, source, name string, qtype uint16) *dns.
 	r, _, err := c.Exchange(m, s.addr)
 	if err != nil {
 		t.Fatalf("query %s from %s: %v", name, source, err)
+	}
+	if err := dnscheck.Distinct(r); err != nil {
+		t.Errorf("query %s from %s: %v", name, source, err)
 	}
 	return r
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
@@ -432,6 +433,8 @@ func TestAPIServerOutage(t *testing.T) {
 			switch {
 			case err != nil:
 				tally.add(&tally.lost, fmt.Sprintf("%s: %v", q.name, err))
+			case dnscheck.Distinct(r) != nil:
+				tally.add(&tally.wrong, fmt.Sprintf("%s: %v", q.name, dnscheck.Distinct(r)))
 			case r.Rcode == dns.RcodeServerFailure:
 				tally.add(&tally.servfail, q.name+": SERVFAIL")
 			case r.Rcode != dns.RcodeSuccess || strings.Join(addresses(r), ",") != q.want:

@@ -59,6 +59,7 @@ type config struct {
 	startupRuns int
 	workers     int
 	goBench     bool
+	api         bool
 	benchCount  int
 	profile     bool
 	profileDir  string
@@ -87,6 +88,7 @@ func run() error {
 	flag.IntVar(&c.startupRuns, "startup-runs", 3, "start-ups of each server with -big objects")
 	flag.IntVar(&c.workers, "workers", 32, "concurrent API writers when creating objects")
 	flag.BoolVar(&c.goBench, "gobench", true, "run the Go benchmarks of the kubernetes and multicluster plugins")
+	flag.BoolVar(&c.api, "api", true, "run the measurements against the API server; -api=false runs the Go benchmarks alone (write them to another -out)")
 	flag.IntVar(&c.benchCount, "gobench-count", 3, "-count for the Go benchmarks")
 	flag.BoolVar(&c.profile, "profile", true, "take CPU profiles of coredns under load")
 	flag.StringVar(&c.profileDir, "profile-dir", "build/bench-profiles", "keep the CPU profiles in `DIR` (empty: discard them)")
@@ -179,8 +181,10 @@ func (b *bench) run(ctx context.Context) error {
 	// The measurements against the API server come first, in order of
 	// importance, so that an interrupted run still reports the main ones;
 	// the Go benchmarks run once the API server has stopped.
-	if err := b.againstAPIServer(ctx); err != nil {
-		return err
+	if b.cfg.api {
+		if err := b.againstAPIServer(ctx); err != nil {
+			return err
+		}
 	}
 	if b.cfg.goBench {
 		for _, pkg := range []string{"github.com/coredns/coredns/plugin/kubernetes", "./plugin/multicluster/"} {

@@ -142,3 +142,28 @@ func TestSummaryVerdicts(t *testing.T) {
 		}
 	}
 }
+
+func TestGoBenchMetrics(t *testing.T) {
+	g := goBench{lines: []string{
+		"BenchmarkLookupDuringChurn/churn=true-2      	       9	 189721486 ns/op	   6998981 max-ns	       320.0 p99-ns	     47619 p99.9-ns	       171.9 slice-events/op",
+		"BenchmarkLookupDuringChurn/churn=true-2      	       9	 189721486 ns/op	   6998981 max-ns	       340.0 p99-ns	     47619 p99.9-ns	       171.9 slice-events/op",
+		"BenchmarkLookupDuringChurn/churn=true-2      	       9	 189721486 ns/op	   6998981 max-ns	       360.0 p99-ns	     47619 p99.9-ns	       171.9 slice-events/op",
+		"BenchmarkSliceUpdate/endpoints=1000-2         	   59396	     28707 ns/op	    1255 B/op	       8 allocs/op",
+	}}
+	for _, tc := range []struct {
+		name, unit string
+		want       float64
+	}{
+		{"BenchmarkLookupDuringChurn/churn=true", "p99-ns", 340},
+		{"BenchmarkLookupDuringChurn/churn=true", "slice-events/op", 171.9},
+		{"BenchmarkSliceUpdate/endpoints=1000", "ns/op", 28707},
+		{"BenchmarkSliceUpdate/endpoints=1000", "allocs/op", 8},
+	} {
+		if got, ok := g.metricOf(tc.name, tc.unit); !ok || got != tc.want {
+			t.Errorf("%s %s = %v %v, want %v", tc.name, tc.unit, got, ok, tc.want)
+		}
+	}
+	if _, ok := g.metricOf("BenchmarkSliceUpdate/endpoints=10000", "ns/op"); ok {
+		t.Errorf("a benchmark that did not run has a value")
+	}
+}

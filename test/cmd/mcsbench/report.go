@@ -186,6 +186,7 @@ func (r *results) markdown() string {
 	r.writeMemory(p)
 	r.writePropagation(p)
 	r.writeGoBench(p)
+	r.writeChurn(p)
 	r.writeProfiles(p)
 
 	p("## Load average by phase\n\n| phase | started (UTC) | 1-minute load |\n|---|---|---|\n")

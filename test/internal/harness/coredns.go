@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
 )
 
 // CoreDNSBinary returns $COREDNS_BINARY, or builds the binary into dir.
@@ -36,17 +38,31 @@ func GoBuild(out, pkg string) (string, error) {
 }
 
 // Ask sends m to addr over proto ("udp" or "tcp"), as dig does, and tries
-// twice more on a network error: a busy machine may drop a UDP datagram.
+// twice more on a network error: a busy machine may drop a UDP datagram. An
+// answer that holds one record twice in an RRset is an error
+// (dnscheck.Distinct).
 func Ask(proto, addr string, m *dns.Msg) (*dns.Msg, error) {
 	c := dns.Client{Net: proto, Timeout: 2 * time.Second}
 	var err error
 	for range 3 {
 		var r *dns.Msg
 		if r, _, err = c.Exchange(m, addr); err == nil {
-			return r, nil
+			return r, distinct(m, r)
 		}
 	}
 	return nil, err
+}
+
+// distinct checks r, the answer to m, with dnscheck.Distinct.
+func distinct(m, r *dns.Msg) error {
+	if err := dnscheck.Distinct(r); err != nil {
+		q := "?"
+		if len(m.Question) > 0 {
+			q = m.Question[0].Name + " " + dns.TypeToString[m.Question[0].Qtype]
+		}
+		return fmt.Errorf("answer to %s: %w", q, err)
+	}
+	return nil
 }
 
 // StartProcess runs the program bin with args until the test ends, when it

@@ -65,5 +65,9 @@ func Exchange(ctx context.Context, conn net.Conn, m *dns.Msg) (*dns.Msg, error) 
 	if err := co.WriteMsg(m); err != nil {
 		return nil, err
 	}
-	return co.ReadMsg()
+	r, err := co.ReadMsg()
+	if err != nil {
+		return nil, err
+	}
+	return r, distinct(m, r)
 }
