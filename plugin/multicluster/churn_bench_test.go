@@ -3,6 +3,7 @@ package multicluster
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -110,31 +111,45 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 
 // BenchmarkLookupDuringChurn times cluster.local lookups of a local
 // Service (passed on, as nearly every query in a cluster is) while a 10k
-// endpoint headless import goes through rolling updates, one slice event
-// after the other as fast as the handler takes them, against the same
-// lookups without churn. It reports the p99, p99.9 and maximum of the
-// lookups, and, under churn, how many slice events ran meanwhile.
+// endpoint headless import goes through a rolling update, one slice event
+// every churnEvery (a rolling update of a large Deployment), against the
+// same lookups without it. It reports the p99, p99.9 and maximum of the
+// lookups and how many slice events ran meanwhile. The lookups and the
+// events must run in parallel, as the informer and the server's
+// goroutines do: it needs two CPUs.
 func BenchmarkLookupDuringChurn(b *testing.B) {
+	if runtime.GOMAXPROCS(0) < 2 {
+		b.Skip("needs GOMAXPROCS >= 2: the lookups and the slice events run in parallel")
+	}
 	const lookups = 200_000
+	const churnEvery = time.Millisecond
 	for _, churn := range []bool{false, true} {
 		b.Run(fmt.Sprintf("churn=%v", churn), func(b *testing.B) {
 			m := churnPlugin(b, 10_000)
+			// Converted beforehand, as the informer converts before the
+			// handler runs: the events cost what the handler costs.
+			var gens [2][]*sliceSpec
+			for g := range gens {
+				for i := range 10_000 / perSlice {
+					gens[g] = append(gens[g], churnSlice(i, g+1))
+				}
+			}
 			var events atomic.Int64
 			for b.Loop() {
 				stop := make(chan struct{})
 				var wg sync.WaitGroup
 				if churn {
 					wg.Go(func() {
-						for gen := 1; ; gen++ {
-							for i := range 10_000 / perSlice {
-								select {
-								case <-stop:
-									return
-								default:
-								}
-								m.sources.setSlice(churnSlice(i, gen))
-								events.Add(1)
+						tick := time.NewTicker(churnEvery)
+						defer tick.Stop()
+						for k := 0; ; k++ {
+							select {
+							case <-stop:
+								return
+							case <-tick.C:
 							}
+							m.sources.setSlice(gens[(k/len(gens[0]))%2][k%len(gens[0])])
+							events.Add(1)
 						}
 					})
 				}

@@ -36,10 +36,11 @@ func (g goBench) nsPerOp(name string) (float64, bool) {
 	return median(xs), len(xs) > 0
 }
 
-// runGoBench runs the Go benchmarks of pkg from the repository root, pinned
-// to cpus with taskset when cpus is set (then GOMAXPROCS is 1).
-func runGoBench(ctx context.Context, root, pkg string, count int, cpus string) goBench {
-	argv := []string{"go", "test", "-run", "^$", "-bench", ".", "-benchmem", "-count", strconv.Itoa(count), pkg}
+// runGoBench runs the Go benchmarks of pkg that match pattern from the
+// repository root, pinned to cpus with taskset when cpus is set (then
+// GOMAXPROCS is 1).
+func runGoBench(ctx context.Context, root, pkg, pattern string, count int, cpus string) goBench {
+	argv := []string{"go", "test", "-run", "^$", "-bench", pattern, "-benchmem", "-count", strconv.Itoa(count), pkg}
 	if cpus != "" {
 		argv = append([]string{"taskset", "-c", cpus}, argv...)
 	}

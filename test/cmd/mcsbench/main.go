@@ -194,11 +194,19 @@ func (b *bench) run(ctx context.Context) error {
 			if b.cfg.pin {
 				cpus = "1" // one quiet CPU, as dnsperf's
 			}
-			g := runGoBench(ctx, b.root, pkg, b.cfg.benchCount, cpus)
+			g := runGoBench(ctx, b.root, pkg, ".", b.cfg.benchCount, cpus)
 			b.res.goBenches = append(b.res.goBenches, g)
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+		}
+		// Lookups during churn need the lookups and the slice events in
+		// parallel, on every CPU: pinned to one, that benchmark skips.
+		status("go benchmarks of lookups during churn, on every CPU")
+		b.phase("Go benchmarks, lookups during churn")
+		b.res.goBenches = append(b.res.goBenches, runGoBench(ctx, b.root, "./plugin/multicluster/", "LookupDuringChurn", b.cfg.benchCount, ""))
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
 	}
 	return nil

@@ -324,8 +324,8 @@ func (r *results) writeGoBench(p func(string, ...any)) {
 		g := &r.goBenches[i]
 		if strings.Contains(g.pkg, "coredns/plugin/kubernetes") {
 			kube = g
-		} else {
-			ours = g
+		} else if ours == nil {
+			ours = g // the run of every benchmark
 		}
 		p("`%s`", g.cmd)
 		if g.err != nil {
