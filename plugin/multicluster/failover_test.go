@@ -16,8 +16,10 @@ import (
 type fakeCluster struct {
 	services map[serviceKey]*object.Service
 	ready    map[serviceKey]bool
-	// endpoints are the local Services with an endpoint at an address.
-	endpoints map[string][]serviceKey
+	// endpoints are the local endpoints at an address; mixed the addresses
+	// a multicluster slice in the cache holds too.
+	endpoints map[string][]localEndpoint
+	mixed     map[string]bool
 	changes   int64
 }
 
@@ -50,9 +52,12 @@ func (f *fakeCluster) byClusterIP(ip string) []*object.Service {
 	return out
 }
 
-func (f *fakeCluster) byEndpointIP(ip string) []serviceKey { return f.endpoints[ip] }
-func (f *fakeCluster) modified() int64                     { return f.changes }
-func (f *fakeCluster) hasSynced() bool                     { return true }
+func (f *fakeCluster) byEndpointIP(ip string) ([]localEndpoint, bool) {
+	return f.endpoints[ip], f.mixed[ip]
+}
+func (f *fakeCluster) zone() string    { return "cluster.local." }
+func (f *fakeCluster) modified() int64 { return f.changes }
+func (f *fakeCluster) hasSynced() bool { return true }
 
 // The Karmada layout: ServiceImport "serve" with no spec.ips, and the shadow
 // Service "derived-serve" that carries the ClusterIP.

@@ -25,10 +25,11 @@ func (f fakeLocal) service(namespace, name string) *object.Service {
 func (f fakeLocal) readyEndpoints(namespace, name string) bool {
 	return f[serviceKey{namespace: namespace, name: name}]
 }
-func (f fakeLocal) byClusterIP(string) []*object.Service { return nil }
-func (f fakeLocal) byEndpointIP(string) []serviceKey     { return nil }
-func (f fakeLocal) modified() int64                      { return 0 }
-func (f fakeLocal) hasSynced() bool                      { return true }
+func (f fakeLocal) byClusterIP(string) []*object.Service        { return nil }
+func (f fakeLocal) byEndpointIP(string) ([]localEndpoint, bool) { return nil, false }
+func (f fakeLocal) zone() string                                { return "cluster.local." }
+func (f fakeLocal) modified() int64                             { return 0 }
+func (f fakeLocal) hasSynced() bool                             { return true }
 
 // nextHandler stands for the plugin after multicluster: it answers every
 // query with REFUSED and an empty message, so a test sees that it ran.

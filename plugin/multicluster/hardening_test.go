@@ -157,10 +157,14 @@ func TestImportsCannotTakeOverAddresses(t *testing.T) {
 	// The AWS controller's derived Services, named in its own annotation.
 	local.add("team-a", "imported-east", core.ServiceTypeClusterIP, true, "10.96.8.1")
 	local.add("team-a", "imported-west", core.ServiceTypeClusterIP, true, "10.96.8.2")
-	local.endpoints = map[string][]serviceKey{
-		"10.244.0.5": {{namespace: "kube-system", name: "kube-dns"}},
-		"10.244.0.6": {{namespace: "team-a", name: "derived-x2"}},
+	local.endpoints = map[string][]localEndpoint{
+		"10.244.0.5": {{key: serviceKey{namespace: "kube-system", name: "kube-dns"}}},
+		"10.244.0.6": {{key: serviceKey{namespace: "team-a", name: "derived-x2"}}},
+		"10.244.0.7": {{key: serviceKey{namespace: "kube-system", name: "kube-dns"}, host: "dns-0"}},
 	}
+	// The kubernetes plugin's cache holds the import's slice too: its own
+	// answer would hold a name it cannot send.
+	local.mixed = map[string]bool{"10.244.0.7": true}
 	m, next := newTestPlugin(t, []importDef{
 		{ns: "team-a", name: "x", typ: "ClusterSetIP", ips: []string{"10.96.0.10", "169.254.169.254", "127.0.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "fe80::1", "::1", "10.42.0.1"}},
 		{ns: "team-a", name: "x2", typ: "ClusterSetIP", derived: "derived-x2"},
@@ -169,7 +173,7 @@ func TestImportsCannotTakeOverAddresses(t *testing.T) {
 			annotationAWSDerived: `[{"cluster":"east","derived-service":"imported-east"},{"cluster":"west","derived-service":"imported-west"}]`}},
 	}, local)
 	problems := setSlice(t, m, slice{ns: "team-a", svc: "h", cluster: "c1", name: "h-c1", endpoints: []discovery.Endpoint{
-		ep("10.244.0.5", "", nil), ep("10.244.0.6", "", nil), ep("169.254.169.254", "", nil), ep("10.1.0.1", "", nil),
+		ep("10.244.0.5", "", nil), ep("10.244.0.6", "", nil), ep("10.244.0.7", "", nil), ep("169.254.169.254", "", nil), ep("10.1.0.1", "", nil),
 	}})
 	if len(problems) != 1 || !strings.Contains(problems[0], "169.254.169.254 is a link-local address") {
 		t.Errorf("problems of the slice: %q", problems)
@@ -196,6 +200,7 @@ func TestImportsCannotTakeOverAddresses(t *testing.T) {
 		{"10.244.0.6", "10-244-0-6.c1.h.team-a.svc." + z},
 		{"10.1.0.1", "10-1-0-1.c1.h.team-a.svc." + z},
 		{"10.96.8.2", "aws.team-a.svc." + z},
+		{"10.244.0.7", "dns-0.kube-dns.kube-system.svc.cluster.local."}, // the local name
 	} {
 		name, _ := dns.ReverseAddr(tc.addr)
 		calls := next.calls

@@ -23,13 +23,16 @@ type localServices interface {
 	// byClusterIP returns the Services that have ip, in its canonical form,
 	// among their ClusterIPs (PTR of derived Services).
 	byClusterIP(ip string) []*object.Service
-	// byEndpointIP returns the local Services that have an endpoint at ip,
-	// in its canonical form (PTR: local wins). Multicluster slices, which
-	// name no local Service, are not among them.
-	byEndpointIP(ip string) []serviceKey
+	// byEndpointIP returns the local endpoints at ip, in its canonical form
+	// (PTR: local wins). Multicluster slices, which name no local Service,
+	// are not among them; mixed reports that the cache holds such a slice
+	// with ip too.
+	byEndpointIP(ip string) (eps []localEndpoint, mixed bool)
 	// modified returns a value that changes whenever a local Service does,
 	// so that the serial follows derived Services.
 	modified() int64
+	// zone is the zone local endpoints are named in.
+	zone() string
 	hasSynced() bool
 }
 
@@ -45,8 +48,20 @@ type kubernetesCache interface {
 	HasSynced() bool
 }
 
+// localEndpoint is an endpoint of a local Service: its name in the
+// cluster's own zone is host.svc.ns.svc.zone.
+type localEndpoint struct {
+	key  serviceKey
+	host string
+}
+
 // kubernetesServices reads local Services from the kubernetes plugin's cache.
-type kubernetesServices struct{ cache kubernetesCache }
+type kubernetesServices struct {
+	cache kubernetesCache
+	// primaryZone is the kubernetes plugin's first zone, which it names
+	// endpoints in.
+	primaryZone string
+}
 
 func (k kubernetesServices) service(namespace, name string) *object.Service {
 	for _, s := range k.cache.SvcIndex(object.ServiceKey(name, namespace)) {
@@ -79,17 +94,27 @@ func (k kubernetesServices) byClusterIP(ip string) []*object.Service {
 // index key, svc.ns (object.EndpointsKey). The kubernetes plugin caches every
 // EndpointSlice, multicluster ones too; those carry no
 // kubernetes.io/service-name label, so their service part is empty.
-func (k kubernetesServices) byEndpointIP(ip string) []serviceKey {
-	var keys []serviceKey
+func (k kubernetesServices) byEndpointIP(ip string) (eps []localEndpoint, mixed bool) {
 	for _, e := range k.cache.EpIndexReverse(ip) {
-		if name, _, ok := strings.Cut(e.Index, "."); ok && name != "" {
-			keys = append(keys, serviceKey{namespace: e.Namespace, name: name})
+		name, _, ok := strings.Cut(e.Index, ".")
+		if !ok || name == "" {
+			mixed = true
+			continue
+		}
+		for _, sub := range e.Subsets {
+			for _, a := range sub.Addresses {
+				if a.IP == ip {
+					eps = append(eps, localEndpoint{key: serviceKey{namespace: e.Namespace, name: name}, host: a.Hostname})
+				}
+			}
 		}
 	}
-	return keys
+	return eps, mixed
 }
 
 func (k kubernetesServices) modified() int64 { return k.cache.Modified(kubernetes.ModifiedInternal) }
+
+func (k kubernetesServices) zone() string { return k.primaryZone }
 
 func (k kubernetesServices) hasSynced() bool { return k.cache.HasSynced() }
 
@@ -140,7 +165,9 @@ func (s informerServices) service(namespace, name string) *object.Service {
 
 func (s informerServices) readyEndpoints(string, string) bool { return false }
 
-func (s informerServices) byEndpointIP(string) []serviceKey { return nil }
+func (s informerServices) byEndpointIP(string) ([]localEndpoint, bool) { return nil, false }
+
+func (s informerServices) zone() string { return "" }
 
 func (s informerServices) modified() int64 {
 	if s.changes == nil {

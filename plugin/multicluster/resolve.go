@@ -370,10 +370,20 @@ func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, bool) {
 			}
 		}
 		if found {
-			for _, svc := range r.local.byEndpointIP(ip) {
-				if len(r.derivedImports(svc.namespace, svc.name)) == 0 {
-					return answer{}, false // a local endpoint's address
+			eps, mixed := r.local.byEndpointIP(ip)
+			for _, e := range eps {
+				if len(r.derivedImports(e.key.namespace, e.key.name)) > 0 {
+					continue
 				}
+				// A local endpoint's address. The kubernetes plugin answers
+				// it, unless its cache holds a multicluster slice with this
+				// address too: it would then add a name with an empty label
+				// for that slice, and no answer could be sent. Answer the
+				// local name it would have given, in its zone.
+				if !mixed {
+					return answer{}, false
+				}
+				return answer{answer: []dns.RR{ptr(owner, localEndpointName(e, addr, r.local.zone()), r.ttl)}}, true
 			}
 		}
 	}
@@ -385,6 +395,21 @@ func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, bool) {
 		target = hostName(best.host, best.cluster, best.key, zone)
 	}
 	return answer{answer: []dns.RR{ptr(owner, target, r.ttl)}}, true
+}
+
+// localEndpointName is the name the kubernetes plugin gives the local
+// endpoint e at addr: host.svc.ns.svc.zone, host the endpoint's hostname,
+// else its address with '.' and ':' turned into '-' (endpointHostname in
+// plugin/kubernetes/kubernetes.go, without endpoint_pod_names).
+func localEndpointName(e localEndpoint, addr netip.Addr, zone string) string {
+	host := e.host
+	if host == "" {
+		host = dashedIP(addr.String())
+		if strings.HasSuffix(host, "-") {
+			host += "0"
+		}
+	}
+	return host + "." + e.key.name + "." + e.key.namespace + ".svc." + zone
 }
 
 // serial returns the zones' SOA serial. Changes of imports move it as they
