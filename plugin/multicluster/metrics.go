@@ -1,6 +1,7 @@
 package multicluster
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
@@ -77,6 +78,70 @@ var (
 		Help:      "1 while the clusterset zones cannot be served because an API (CRD) or a permission (RBAC) is missing, by reason.",
 	}, []string{"reason"})
 )
+
+// degradedReasons sets degradedGauge from the degraded reasons of every
+// running watcher: a reason is 1 while any of them has it. The gauge is one
+// per process, but watchers are one per server block, and in a reload the
+// new instance's start before the old one's stop: no watcher may set or
+// zero the gauge on its own, or a reason the old instance had would outlive
+// it, and a new instance's would be zeroed by the old one's stop.
+var degradedReasons = &degradedBoard{reasons: map[*health]map[string]bool{}}
+
+type degradedBoard struct {
+	mu      sync.Mutex
+	reasons map[*health]map[string]bool // by running watcher's health
+}
+
+// join counts h's reasons from now on.
+func (b *degradedBoard) join(h *health) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.reasons[h]; !ok {
+		b.reasons[h] = map[string]bool{}
+	}
+}
+
+// leave stops counting h: its watcher has stopped.
+func (b *degradedBoard) leave(h *health) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	had, ok := b.reasons[h]
+	if !ok {
+		return
+	}
+	delete(b.reasons, h)
+	for reason := range had {
+		b.publishLocked(reason)
+	}
+}
+
+// update records whether h has reason; a health that has not joined, or has
+// left, changes nothing.
+func (b *degradedBoard) update(h *health, reason string, on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	mine, ok := b.reasons[h]
+	if !ok {
+		return
+	}
+	if on {
+		mine[reason] = true
+	} else {
+		delete(mine, reason)
+	}
+	b.publishLocked(reason)
+}
+
+func (b *degradedBoard) publishLocked(reason string) {
+	v := 0.0
+	for _, reasons := range b.reasons {
+		if reasons[reason] {
+			v = 1
+			break
+		}
+	}
+	degradedGauge.WithLabelValues(reason).Set(v)
+}
 
 // Object kinds; lower case, the kind label of objects and malformedTotal.
 const (

@@ -4,13 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/core/dnsserver"
+	"github.com/coredns/coredns/coremain"
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/kubernetes"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
@@ -36,6 +39,7 @@ func setup(c *caddy.Controller) error {
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}
+	mark := markOf(c)
 
 	// In OnStartup every plugin of the server block exists, so the kubernetes
 	// plugin's cache of Services can be found and shared.
@@ -58,12 +62,22 @@ func setup(c *caddy.Controller) error {
 		if err := m.startWatching(); err != nil {
 			return plugin.Error(pluginName, err)
 		}
+		running.add(m.watch, mark)
 		return nil
 	})
 	c.OnShutdown(func() error {
 		if m.watch != nil {
 			m.watch.stop()
+			running.remove(m.watch)
 		}
+		return nil
+	})
+	// A reload whose new instance started its watchers (OnStartup) and then
+	// failed (a server could not listen, a later plugin's OnStartup failed)
+	// runs no OnShutdown of that instance: caddy drops the instance and runs
+	// this on the one that goes on serving.
+	c.OnRestartFailed(func() error {
+		running.stopOrphans()
 		return nil
 	})
 
@@ -74,6 +88,86 @@ func setup(c *caddy.Controller) error {
 	return nil
 }
 
+// instanceMark marks, in a caddy instance's storage, the instance whose
+// plugin blocks started a watcher.
+type instanceMark struct{ _ byte } // not zero-sized: every mark is distinct
+
+type instanceMarkKey struct{}
+
+// markOf returns the mark of c's instance, set by its first multicluster
+// block.
+func markOf(c *caddy.Controller) *instanceMark {
+	if mark, ok := c.Get(instanceMarkKey{}).(*instanceMark); ok {
+		return mark
+	}
+	mark := &instanceMark{}
+	c.Set(instanceMarkKey{}, mark)
+	return mark
+}
+
+// running holds every watcher started and not yet stopped, with the mark of
+// the instance that started it, so that what a failed reload leaves behind
+// can be found. Like the prometheus plugin's registry of listeners, it is
+// one per process because caddy instances come and go within one.
+var running = &runningWatchers{owner: map[*watcher]*instanceMark{}}
+
+type runningWatchers struct {
+	mu    sync.Mutex
+	owner map[*watcher]*instanceMark
+}
+
+func (r *runningWatchers) add(w *watcher, mark *instanceMark) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.owner[w] = mark
+}
+
+func (r *runningWatchers) remove(w *watcher) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.owner, w)
+}
+
+// stopOrphans stops every running watcher whose instance caddy no longer
+// holds: one that failed to start, or (a restart failing in an old
+// instance's OnShutdown) one that was stopping. The instance that serves
+// keeps its watchers.
+func (r *runningWatchers) stopOrphans() {
+	alive := map[*instanceMark]bool{}
+	for _, inst := range caddy.Instances() {
+		inst.StorageMu.RLock()
+		if mark, ok := inst.Storage[instanceMarkKey{}].(*instanceMark); ok {
+			alive[mark] = true
+		}
+		inst.StorageMu.RUnlock()
+	}
+	r.mu.Lock()
+	var orphans []*watcher
+	for w, mark := range r.owner {
+		if !alive[mark] {
+			orphans = append(orphans, w)
+			delete(r.owner, w)
+		}
+	}
+	r.mu.Unlock()
+	for _, w := range orphans {
+		w.stop()
+	}
+	if len(orphans) > 0 {
+		log.Infof("Stopped the informers of %d server block(s) of an instance that is not serving after a failed reload", len(orphans))
+	}
+}
+
+// userAgent names this distribution and its version to the API server, as
+// the kubernetes plugin names CoreDNS's: caddy.AppName and caddy.AppVersion,
+// which the main package sets from the version the build stamps before any
+// server starts, then the plugin, the CoreDNS release and commit, and the
+// platform, e.g. "coredns-mcs/v1.2.0 (CoreDNS-1.15.0) multicluster
+// git_commit:abc1234 (linux/amd64/go1.26.0)".
+func userAgent() string {
+	return fmt.Sprintf("%s/%s %s git_commit:%s (%s/%s/%s)", caddy.AppName, caddy.AppVersion, pluginName, coremain.GitCommit, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
 // startWatching connects to the API server and starts the informers. It
 // waits a little for the first sync; the plugin reports not ready until then.
 func (m *Multicluster) startWatching() error {
@@ -81,7 +175,7 @@ func (m *Multicluster) startWatching() error {
 	if err != nil {
 		return err
 	}
-	cfg.UserAgent = "coredns-mcs/" + pluginName
+	cfg.UserAgent = userAgent()
 	kube, err := kubeclient.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)

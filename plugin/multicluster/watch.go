@@ -79,11 +79,21 @@ type watcher struct {
 	// permission is missing; it doubles up to maxRetry.
 	retry time.Duration
 
-	clusterID sync.WaitGroup // the ClusterProperty follower
-	mu        sync.Mutex
-	stores    map[cache.Store]string // every store, by metric kind, for the objects gauge
-	cancel    context.CancelFunc
-	done      chan struct{}
+	// running counts every goroutine start begins, informers included:
+	// stop waits for all of them, so that nothing writes to the index or
+	// the gauges after it.
+	running sync.WaitGroup
+	// rediscover is signalled when a list or watch of ServiceImports
+	// answers NotFound: the version watched may no longer be served.
+	rediscover chan struct{}
+	// importsMu orders the ServiceImport handler against the withdrawal of
+	// what an informer of a version no longer served left behind.
+	importsMu sync.Mutex
+
+	mu       sync.Mutex
+	stores   map[cache.Store]string // every store, by metric kind, for the objects gauge
+	cancel   context.CancelFunc
+	stopOnce sync.Once
 }
 
 // track returns store after noting it for stop.
@@ -97,66 +107,215 @@ func (w *watcher) track(kind string, store cache.Store) cache.Store {
 	return store
 }
 
+// untrack takes what store holds out of the objects gauge, and forgets it.
+func (w *watcher) untrack(store cache.Store) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	kind, ok := w.stores[store]
+	if !ok {
+		return
+	}
+	for _, obj := range store.List() {
+		objects.WithLabelValues(metricKindOf(obj, kind)).Dec()
+	}
+	delete(w.stores, store)
+}
+
 // start begins watching in the background; onSynced runs once every
 // informer has synced.
 func (w *watcher) start(onSynced func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
-	w.done = make(chan struct{})
+	w.rediscover = make(chan struct{}, 1)
+	degradedReasons.join(w.health)
 
 	if w.ownServices {
 		store, ctrl := newInformer("Service", serviceListWatch(w.kube), &corev1.Service{}, toService, w.guard(reasonServiceRBAC, "services"), w.retry, serviceHandler(&w.serviceChanges), clusterIPIndexers)
 		w.track("Service", store)
 		w.services = store
 		w.servicesOK = ctrl.HasSynced
-		go ctrl.RunWithContext(ctx)
+		w.running.Go(func() { ctrl.RunWithContext(ctx) })
 	}
 	if w.dynamic != nil {
-		w.clusterID.Go(func() { w.watchClusterID(ctx) })
+		w.running.Go(func() { w.watchClusterID(ctx) })
 	}
-	go func() {
-		defer close(w.done)
-		version, ok := w.discover(ctx)
-		if !ok {
-			return
-		}
-		log.Infof("Watching ServiceImports %s/%s", mcsGroup, version)
-
-		var synced []cache.InformerSynced
-		for _, ns := range w.watchNamespaces() {
-			is, ic := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), importObjectType(version), w.toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, importHandler(w.sources), nil)
-			ss, sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), &discovery.EndpointSlice{}, w.toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), w.retry, sliceHandler(w.sources), nil)
-			w.track(kindServiceImport, is)
-			w.track(kindEndpointSlice, ss)
-			go ic.RunWithContext(ctx)
-			go sc.RunWithContext(ctx)
-			synced = append(synced, ic.HasSynced, sc.HasSynced)
-		}
-		if cache.WaitForCacheSync(ctx.Done(), synced...) {
-			log.Infof("Synced %d ServiceImports", w.sources.index.len())
-			onSynced()
-		}
-	}()
+	w.running.Go(func() { w.watchImports(ctx, onSynced) })
 }
 
-// stop ends every informer and waits for the discovery loop. What its
-// stores held leaves the objects gauge, so that a reload does not count
-// objects twice.
-func (w *watcher) stop() {
-	if w.cancel == nil {
+// watchImports discovers the ServiceImport version, watches ServiceImports
+// in it and the EndpointSlices of imports, and follows the version: when
+// the one watched answers NotFound and discovery names another (the CRD was
+// upgraded to serve only v1beta1, say), it watches that one instead,
+// without a restart. It returns when ctx ends, once its informers have.
+func (w *watcher) watchImports(ctx context.Context, onSynced func()) {
+	version, ok := w.discover(ctx)
+	if !ok {
 		return
 	}
-	w.cancel()
-	<-w.done
-	w.clusterID.Wait()
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for store, kind := range w.stores {
-		for _, obj := range store.List() {
-			objects.WithLabelValues(metricKindOf(obj, kind)).Dec()
+	log.Infof("Watching ServiceImports %s/%s", mcsGroup, version)
+
+	var synced []cache.InformerSynced
+	for _, ns := range w.watchNamespaces() {
+		ss, sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), &discovery.EndpointSlice{}, w.toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), w.retry, sliceHandler(w.sources), nil)
+		w.track(kindEndpointSlice, ss)
+		w.running.Go(func() { sc.RunWithContext(ctx) })
+		synced = append(synced, sc.HasSynced)
+	}
+	current := w.startImports(ctx, version)
+	defer func() { current.stop() }()
+	if !cache.WaitForCacheSync(ctx.Done(), append(synced, current.synced...)...) {
+		return
+	}
+	log.Infof("Synced %d ServiceImports", w.sources.index.len())
+	onSynced()
+
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.rediscover:
+		}
+		current = w.follow(ctx, current)
+	}
+}
+
+// follow asks discovery again after the version current watches answered
+// NotFound. While that version is served, or none is (the CRD is gone: the
+// guard reports it), current goes on retrying. When another is served, its
+// informers start, and once they have synced, current's stop and what only
+// current had is withdrawn. follow returns the import watch to go on with.
+func (w *watcher) follow(ctx context.Context, current *importWatch) *importWatch {
+	version, err := servedImportVersion(w.kube)
+	if err != nil || version == current.version {
+		return current
+	}
+	log.Infof("ServiceImports %s/%s are no longer served: watching %s/%s", mcsGroup, current.version, mcsGroup, version)
+	next := w.startImports(ctx, version)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !next.hasSynced() {
+		select {
+		case <-ctx.Done():
+			next.stop()
+			return current
+		case <-w.rediscover:
+			// The version changed again before next synced.
+			if v, err := servedImportVersion(w.kube); err == nil && v != next.version {
+				next.stop()
+				return w.follow(ctx, current)
+			}
+		case <-tick.C:
 		}
 	}
-	w.stores = nil
+	current.stop()
+	w.withdraw(current, next)
+	// next has listed, so the CRD is served; the NotFound answers of
+	// current, until it stopped, had said otherwise.
+	w.health.clear(reasonCRD)
+	log.Infof("Synced %d ServiceImports from %s/%s", w.sources.index.len(), mcsGroup, version)
+	return next
+}
+
+// importWatch is the ServiceImport informers of one version, one per
+// watched namespace.
+type importWatch struct {
+	version string
+	stores  []cache.Store
+	synced  []cache.InformerSynced
+	cancel  context.CancelFunc
+	running sync.WaitGroup
+}
+
+// startImports starts the ServiceImport informers of version.
+func (w *watcher) startImports(ctx context.Context, version string) *importWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	iw := &importWatch{version: version, cancel: cancel}
+	h := w.importHandler()
+	for _, ns := range w.watchNamespaces() {
+		store, ctrl := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), importObjectType(version), w.toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, h, nil)
+		w.track(kindServiceImport, store)
+		iw.stores = append(iw.stores, store)
+		iw.synced = append(iw.synced, ctrl.HasSynced)
+		iw.running.Go(func() { ctrl.RunWithContext(ctx) })
+	}
+	return iw
+}
+
+func (iw *importWatch) hasSynced() bool {
+	for _, synced := range iw.synced {
+		if !synced() {
+			return false
+		}
+	}
+	return true
+}
+
+// stop ends the informers and waits for them.
+func (iw *importWatch) stop() {
+	iw.cancel()
+	iw.running.Wait()
+}
+
+// importHandler hands ServiceImports to the sources, one event at a time
+// with withdraw.
+func (w *watcher) importHandler() *handler {
+	h := importHandler(w.sources)
+	return &handler{
+		set: func(o meta.Object) {
+			w.importsMu.Lock()
+			defer w.importsMu.Unlock()
+			h.set(o)
+		},
+		delete: func(o meta.Object) {
+			w.importsMu.Lock()
+			defer w.importsMu.Unlock()
+			h.delete(o)
+		},
+	}
+}
+
+// withdraw deletes from the sources the imports that old, stopped, held and
+// next does not, and takes old's stores out of the objects gauge. It holds
+// the handler's lock, so an import next adds meanwhile is set after it is
+// looked for, never deleted after it was set.
+func (w *watcher) withdraw(old, next *importWatch) {
+	w.importsMu.Lock()
+	h := importHandler(w.sources)
+	for _, store := range old.stores {
+		for _, obj := range store.List() {
+			o := obj.(meta.Object)
+			if !slices.ContainsFunc(next.stores, func(s cache.Store) bool { _, ok, _ := s.GetByKey(objectKey(o)); return ok }) {
+				h.delete(o)
+			}
+		}
+	}
+	w.importsMu.Unlock()
+	for _, store := range old.stores {
+		w.untrack(store)
+	}
+}
+
+// stop ends every informer and waits for them and every other goroutine
+// start began. What their stores held leaves the objects gauge, and the
+// watcher's degraded reasons leave the degraded gauge, so that a reload does
+// not count objects twice nor keep a reason of an instance that is gone.
+func (w *watcher) stop() {
+	w.stopOnce.Do(func() {
+		if w.cancel == nil {
+			return
+		}
+		w.cancel()
+		w.running.Wait()
+		w.mu.Lock()
+		for store, kind := range w.stores {
+			for _, obj := range store.List() {
+				objects.WithLabelValues(metricKindOf(obj, kind)).Dec()
+			}
+		}
+		w.stores = nil
+		w.mu.Unlock()
+		degradedReasons.leave(w.health)
+	})
 }
 
 func (w *watcher) watchNamespaces() []string {
@@ -238,6 +397,11 @@ func (w *watcher) guard(reason, resource string) func(error) {
 				dns.ExtendedErrorCodeOther, "RBAC forbids "+forbiddenVerb(err)+" on "+resource)
 		case apierrors.IsNotFound(err) && reason == reasonImportRBAC:
 			w.health.set(reasonCRD, errCRDMissing.Error(), dns.ExtendedErrorCodeOther, "ServiceImport CRD not installed")
+			// The version watched may be gone while another is served.
+			select {
+			case w.rediscover <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
@@ -423,6 +587,13 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 				old, exists, _ := store.Get(in)
 				sameVersion := exists && old.(meta.Object).GetResourceVersion() == in.GetResourceVersion()
 				key := objectKey(in)
+				if unchanged(in, exists, sameVersion, skipped[key]) {
+					// A relist (after 410 Gone, or an API server restart)
+					// delivers every object again: one already stored, or
+					// already skipped, in this version changes nothing, so
+					// the index, its views and the SOA serial stay as they are.
+					continue
+				}
 				out, err := convert(in)
 				if err != nil {
 					if v, ok := skipped[key]; !sameVersion && (!ok || v != in.GetResourceVersion()) {
@@ -497,6 +668,18 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 		},
 	}
 	return store, cache.New(cfg)
+}
+
+// unchanged reports whether in, delivered again, is the version of it the
+// store holds (exists, sameVersion) or the version last dropped as malformed
+// (skippedVersion). An object without a resourceVersion is never taken as
+// unchanged: the API server always sets one.
+func unchanged(in meta.Object, exists, sameVersion bool, skippedVersion string) bool {
+	rv := in.GetResourceVersion()
+	if rv == "" {
+		return false
+	}
+	return (exists && sameVersion) || (!exists && skippedVersion == rv)
 }
 
 // listThenWatch makes the reflectors list, in pages, then watch, instead of
@@ -578,7 +761,7 @@ func (h *health) set(reason, msg string, infoCode uint16, text string) {
 	defer h.mu.Unlock()
 	if _, ok := h.reasons[reason]; !ok {
 		log.Errorf("Degraded, clusterset zones answer SERVFAIL until this is fixed: %s", msg)
-		degradedGauge.WithLabelValues(reason).Set(1)
+		degradedReasons.update(h, reason, true)
 	}
 	h.reasons[reason] = degradation{message: msg, infoCode: infoCode, text: text}
 	h.publishLocked()
@@ -591,7 +774,7 @@ func (h *health) clear(reason string) {
 		return
 	}
 	delete(h.reasons, reason)
-	degradedGauge.WithLabelValues(reason).Set(0)
+	degradedReasons.update(h, reason, false)
 	log.Infof("Recovered: %s", reason)
 	h.publishLocked()
 }
