@@ -62,7 +62,7 @@ func setup(c *caddy.Controller) error {
 		if err := m.startWatching(); err != nil {
 			return plugin.Error(pluginName, err)
 		}
-		running.add(m.watch, mark)
+		running.add(m, mark)
 		return nil
 	})
 	c.OnShutdown(func() error {
@@ -109,17 +109,35 @@ func markOf(c *caddy.Controller) *instanceMark {
 // the instance that started it, so that what a failed reload leaves behind
 // can be found. Like the prometheus plugin's registry of listeners, it is
 // one per process because caddy instances come and go within one.
-var running = &runningWatchers{owner: map[*watcher]*instanceMark{}}
+var running = &runningWatchers{owner: map[*watcher]runningWatcher{}}
 
 type runningWatchers struct {
 	mu    sync.Mutex
-	owner map[*watcher]*instanceMark
+	owner map[*watcher]runningWatcher
 }
 
-func (r *runningWatchers) add(w *watcher, mark *instanceMark) {
+// runningWatcher is a running watcher's instance mark, and the plugin it
+// feeds, whose state the state gauges read (state.go).
+type runningWatcher struct {
+	mark   *instanceMark
+	plugin *Multicluster
+}
+
+func (r *runningWatchers) add(m *Multicluster, mark *instanceMark) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.owner[w] = mark
+	r.owner[m.watch] = runningWatcher{mark: mark, plugin: m}
+}
+
+// plugins returns the plugins whose watchers run.
+func (r *runningWatchers) plugins() []*Multicluster {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ms := make([]*Multicluster, 0, len(r.owner))
+	for _, rw := range r.owner {
+		ms = append(ms, rw.plugin)
+	}
+	return ms
 }
 
 func (r *runningWatchers) remove(w *watcher) {
@@ -143,8 +161,8 @@ func (r *runningWatchers) stopOrphans() {
 	}
 	r.mu.Lock()
 	var orphans []*watcher
-	for w, mark := range r.owner {
-		if !alive[mark] {
+	for w, rw := range r.owner {
+		if !alive[rw.mark] {
 			orphans = append(orphans, w)
 			delete(r.owner, w)
 		}

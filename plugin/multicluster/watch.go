@@ -90,10 +90,55 @@ type watcher struct {
 	// what an informer of a version no longer served left behind.
 	importsMu sync.Mutex
 
+	// unreachable are the resources whose last list or watch call got no
+	// answer from the API server (a refused or timed-out connection), for
+	// the api_unreachable gauge.
+	unreachableMu sync.Mutex
+	unreachable   map[string]bool
+
 	mu       sync.Mutex
 	stores   map[cache.Store]string // every store, by metric kind, for the objects gauge
 	cancel   context.CancelFunc
 	stopOnce sync.Once
+}
+
+// reach records whether the last call about resource got an answer from the
+// API server: any answer, an error status included, says that it is
+// reachable; an error without a status (a connection refused, reset or
+// timed out) that it is not. A call cancelled because the watcher stops
+// says nothing.
+func (w *watcher) reach(resource string, err error) {
+	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return
+	}
+	var status apierrors.APIStatus
+	down := err != nil && !errors.As(err, &status)
+	w.unreachableMu.Lock()
+	defer w.unreachableMu.Unlock()
+	if w.unreachable[resource] == down {
+		return
+	}
+	if down {
+		if w.unreachable == nil {
+			w.unreachable = map[string]bool{}
+		}
+		if len(w.unreachable) == 0 {
+			log.Warningf("Kubernetes API unreachable, serving what the cache holds: %v", err)
+		}
+		w.unreachable[resource] = true
+		return
+	}
+	delete(w.unreachable, resource)
+	if len(w.unreachable) == 0 {
+		log.Infof("Kubernetes API reachable again")
+	}
+}
+
+// apiUnreachable reports whether some resource's last call got no answer.
+func (w *watcher) apiUnreachable() bool {
+	w.unreachableMu.Lock()
+	defer w.unreachableMu.Unlock()
+	return len(w.unreachable) > 0
 }
 
 // track returns store after noting it for stop.
@@ -332,6 +377,7 @@ func (w *watcher) discover(ctx context.Context) (string, bool) {
 	wait := w.retry
 	for {
 		version, err := servedImportVersion(w.kube)
+		w.reach("discovery", discoveryAnswer(err))
 		if err == nil {
 			w.health.clear(reasonCRD)
 			return version, true
@@ -348,6 +394,15 @@ func (w *watcher) discover(ctx context.Context) (string, bool) {
 		}
 		wait = min(2*wait, maxRetry)
 	}
+}
+
+// discoveryAnswer is err as reach reads it: a CRD found missing is an
+// answer of the API server.
+func discoveryAnswer(err error) error {
+	if errors.Is(err, errCRDMissing) {
+		return nil
+	}
+	return err
 }
 
 var errCRDMissing = errors.New("the ServiceImport CRD (" + importResource + "." + mcsGroup + ") is not installed, or serves neither v1beta1 nor v1alpha1: apply manifests/crds")
@@ -385,6 +440,7 @@ func servedVersion(kube kubernetes.Interface, group, resource string, versions .
 // RBAC rule or CRD) as a degraded reason, and clears it on success.
 func (w *watcher) guard(reason, resource string) func(error) {
 	return func(err error) {
+		w.reach(resource, err)
 		switch {
 		case err == nil:
 			w.health.clear(reason)

@@ -1,0 +1,89 @@
+package multicluster
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// The state gauges are read when Prometheus scrapes, from the plugins whose
+// watchers run (running, setup.go), so that no code on the query or event
+// path keeps them. With several server blocks, or during a reload while the
+// old instance still runs, they say the worst of the running plugins.
+var (
+	_ = promauto.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "synced",
+		Help:      "1 when the caches of every running multicluster plugin have synced; 0 before, and while none runs.",
+	}, func() float64 { return boolGauge(allSynced(running.plugins())) })
+
+	_ = promauto.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "api_unreachable",
+		Help:      "1 while the last list or watch of some resource got no answer from the Kubernetes API server (the plugin answers from what its cache holds).",
+	}, func() float64 { return boolGauge(anyUnreachable(running.plugins())) })
+
+	_ = promauto.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "imports_without_addresses",
+		Help:      "ClusterSetIP ServiceImports that have no address to answer with (no valid spec.ips, no derived Service with a ClusterIP, no ready endpoint): their names answer NODATA.",
+	}, func() float64 { return float64(maxWithoutAddresses(running.plugins())) })
+)
+
+func boolGauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func allSynced(ms []*Multicluster) bool {
+	for _, m := range ms {
+		if !m.synced.Load() {
+			return false
+		}
+	}
+	return len(ms) > 0
+}
+
+func anyUnreachable(ms []*Multicluster) bool {
+	for _, m := range ms {
+		if m.watch != nil && m.watch.apiUnreachable() {
+			return true
+		}
+	}
+	return false
+}
+
+func maxWithoutAddresses(ms []*Multicluster) int {
+	n := 0
+	for _, m := range ms {
+		n = max(n, m.withoutAddresses())
+	}
+	return n
+}
+
+// withoutAddresses counts the ClusterSetIP imports that would answer A and
+// AAAA with no record: the resolver's own choice of addresses, made for
+// every import, when Prometheus asks.
+func (m *Multicluster) withoutAddresses() int {
+	m.index.mu.RLock()
+	views := slices.Collect(maps.Values(m.index.views))
+	m.index.mu.RUnlock()
+	n := 0
+	for _, v := range views {
+		if v.headless {
+			continue
+		}
+		if v4, v6, _ := m.clusterSetIPs(v); len(v4)+len(v6) == 0 {
+			n++
+		}
+	}
+	return n
+}
