@@ -21,8 +21,9 @@ gen: ## regenerate coredns/zplugin.go and coredns/zdirectives.go from plugin.cfg
 # kube (kube-apiserver, etcd, the node components, kubectl), mcs (the mcs-api
 # reference controller), karmada (Karmada's control plane, for
 # test/karmadae2e; a separate compile of the Kubernetes libraries at Karmada's
-# own versions).
-TESTBIN_SETS := kube mcs karmada
+# own versions), prometheus (the Prometheus server and promtool, for the
+# alerting rules: test/monitoring and test/e2e).
+TESTBIN_SETS := kube mcs karmada prometheus
 
 testbin: ## build (once) the third-party binaries of the tests; prints their directories
 	@bash test/testbin/build.sh $(TESTBIN_SETS)

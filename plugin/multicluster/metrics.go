@@ -1,6 +1,7 @@
 package multicluster
 
 import (
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -78,6 +79,18 @@ var (
 		Help:      "1 while the clusterset zones cannot be served because an API (CRD) or a permission (RBAC) is missing, by reason.",
 	}, []string{"reason"})
 )
+
+// Series of a known label set exist from the start, at 0: a counter that
+// appears only at its first increment shows no increase() in Prometheus,
+// and the dashboard would have nothing to draw before the first problem.
+func init() {
+	for _, kind := range []string{kindServiceImport, kindEndpointSlice} {
+		malformedTotal.WithLabelValues(strings.ToLower(kind))
+	}
+	for _, reason := range []string{reasonCRD, reasonImportRBAC, reasonSliceRBAC, reasonServiceRBAC} {
+		degradedGauge.WithLabelValues(reason)
+	}
+}
 
 // degradedReasons sets degradedGauge from the degraded reasons of every
 // running watcher: a reason is 1 while any of them has it. The gauge is one

@@ -13,6 +13,8 @@
 #   mcs    the mcs-api reference controller (servicecontroller)
 #   karmada  karmada-aggregated-apiserver, -controller-manager, -scheduler and
 #          -webhook v1.18.2, with Karmada's own module graph
+#   prometheus  the Prometheus server and promtool (github.com/prometheus/prometheus
+#          v0.316.0), for the alerting rules' tests
 #
 # Each set is cached under ${XDG_CACHE_HOME:-$HOME/.cache}/coredns-mcs/testbin/SET-KEY,
 # where KEY hashes everything that decides the output: the set's go.mod,
