@@ -4,6 +4,7 @@
 package multicluster
 
 import (
+	"k8s.io/client-go/rest"
 	"slices"
 	"sync/atomic"
 
@@ -56,6 +57,9 @@ type Multicluster struct {
 
 	kubeconfig string
 	context    string
+	// config, when set, is the client configuration, before kubeconfig: a
+	// tool that runs the plugin outside a server gives its own (tool.go).
+	config *rest.Config
 
 	sources  *sources
 	counters *queryCounters

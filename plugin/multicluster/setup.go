@@ -252,6 +252,9 @@ func (m *Multicluster) startWatching() error {
 // restConfig returns the client configuration: the kubeconfig file and
 // context of the Corefile, else the in-cluster configuration.
 func (m *Multicluster) restConfig() (*rest.Config, error) {
+	if m.config != nil {
+		return rest.CopyConfig(m.config), nil
+	}
 	if m.kubeconfig == "" {
 		cfg, err := rest.InClusterConfig()
 		if err != nil {

@@ -1,0 +1,242 @@
+package multicluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"github.com/coredns/coredns/plugin/pkg/dnsutil"
+	"github.com/miekg/dns"
+	core "k8s.io/api/core/v1"
+)
+
+// Explanation is what the plugin does with one query: the facts its
+// decision rests on, in the order it weighs them, and what it wrote, or
+// that it passed the query on to the next plugin.
+type Explanation struct {
+	Steps []string
+	// Handled: the plugin answered, with Answer; otherwise the query goes
+	// to the next plugin of the server block (kubernetes, forward...).
+	Handled bool
+	Answer  *dns.Msg
+}
+
+// Explain runs the query r through the plugin's own ServeDNS path, and
+// describes the state its decision rests on. The answer is the one a
+// server would write; the steps are read from the same index, local
+// Services and options, without changing what is answered.
+func (m *Multicluster) Explain(r *dns.Msg) Explanation {
+	var e Explanation
+	e.Steps = m.describe(r)
+	rec := &recorder{}
+	handled, _, _ := m.serve(context.Background(), rec, r)
+	e.Handled = handled && rec.msg != nil
+	e.Answer = rec.msg
+	return e
+}
+
+func (m *Multicluster) describe(r *dns.Msg) []string {
+	var steps []string
+	say := func(format string, args ...any) { steps = append(steps, fmt.Sprintf(format, args...)) }
+	if len(r.Question) != 1 {
+		say("not one question: passed on")
+		return steps
+	}
+	q := r.Question[0]
+	name := strings.ToLower(q.Name)
+	zone, kind := m.matchZone(name)
+	switch kind {
+	case zoneNone:
+		say("%s is in no zone of the plugin (zones %s, fallback %s): passed on", q.Name, strings.Join(m.Zones, " "), strings.Join(m.Fallback, " "))
+		return steps
+	case zoneClusterset:
+		say("zone %s: a clusterset zone, answered from ServiceImports alone, authoritatively", zone)
+	case zoneFallback:
+		say("zone %s: a fallback zone, answered from a ServiceImport only where no local Service of that name wins", zone)
+	case zoneReverse:
+		say("zone %s: a reverse zone; PTR of addresses the plugin knows, everything else passed on", zone)
+	}
+	if q.Qclass != dns.ClassINET {
+		say("class %s: refused in clusterset zones, passed on elsewhere", dns.ClassToString[q.Qclass])
+		return steps
+	}
+	switch {
+	case !m.synced.Load():
+		say("the plugin's caches have not synced: SERVFAIL in clusterset zones, everything else passed on")
+		return steps
+	case m.degraded.Load() != nil:
+		say("the plugin is degraded (%s): SERVFAIL in clusterset zones, everything else passed on", m.degraded.Load().message)
+		return steps
+	}
+	if kind == zoneReverse {
+		m.describePointer(name, q.Qtype, say)
+		return steps
+	}
+	req := parseRequest(name, zone)
+	if !req.underService() {
+		if kind == zoneFallback {
+			say("the name is not of a service (svc.NAMESPACE level or above): passed on")
+		}
+		return steps
+	}
+	key := serviceKey{namespace: req.namespace, name: req.service}
+	v := m.index.lookup(req.namespace, req.service)
+	if v == nil {
+		if kind == zoneFallback {
+			say("no ServiceImport %s: passed on", key)
+		} else {
+			say("no ServiceImport %s", key)
+		}
+		return steps
+	}
+	say("ServiceImport %s, type %s", key, map[bool]string{false: "ClusterSetIP", true: "Headless"}[v.headless])
+	if kind == zoneFallback {
+		if m.local == nil {
+			say("no local Services known (no kubernetes plugin in the block, and none cached): passed on")
+			return steps
+		}
+		if svc := m.local.service(req.namespace, req.service); svc != nil {
+			ready := m.local.readyEndpoints(req.namespace, req.service)
+			switch {
+			case !m.failsOver(v):
+				say("the local Service %s exists (type %s): local wins, passed on to the kubernetes plugin", key, svc.Type)
+				return steps
+			case svc.Type == core.ServiceTypeExternalName:
+				say("the local Service %s is an ExternalName Service, which never fails over: local wins, passed on", key)
+				return steps
+			case ready:
+				say("the local Service %s exists and has a ready endpoint: local wins, passed on (failover applies only without one)", key)
+				return steps
+			}
+			why := "the failover option"
+			if !m.failover {
+				why = "the import's trafficDistribution, which prefers close endpoints"
+			}
+			say("the local Service %s has no ready endpoint: failover to the import, by %s", key, why)
+		} else {
+			say("no local Service %s: the import answers", key)
+		}
+		if v.outOfScope {
+			say("fallback_scope keeps %s local: passed on, as if there were no import", key)
+			return steps
+		}
+	}
+	m.describeAddresses(v, say)
+	return steps
+}
+
+func (m *Multicluster) describeAddresses(v *view, say func(string, ...any)) {
+	if v.headless {
+		n, clusters := 0, map[string]int{}
+		v.eachEndpoint(func(e endpoint) { n++; clusters[e.cluster]++ })
+		say("%d ready endpoint addresses in its EndpointSlices, from %d clusters", n, len(clusters))
+		if v.localOnly {
+			say("trafficDistribution prefers close endpoints and the local cluster %q has ready ones: only those answer", m.sources.localCluster())
+		} else if v.preferClose {
+			say("trafficDistribution prefers close endpoints, but the local cluster has none ready (or is unknown): every cluster's answer")
+		}
+		if n == 0 {
+			say("no ready endpoint: the service has no names (NXDOMAIN)")
+		}
+		return
+	}
+	addrs := func(v4, v6 []net.IP) string {
+		var s []string
+		for _, ip := range append(append([]net.IP{}, v4...), v6...) {
+			s = append(s, ip.String())
+		}
+		return strings.Join(s, " ")
+	}
+	if v.source == sourceSpec {
+		say("address source: spec.ips (%s); spec.ips answer whatever else exists", addrs(v.ipv4, v.ipv6))
+		return
+	}
+	say("spec.ips holds no address that may be served")
+	type candidate struct{ name, by string }
+	var derived []candidate
+	if v.derived != "" {
+		derived = append(derived, candidate{v.derived, "its multicluster.kubernetes.io/derived-service annotation"})
+	}
+	if m.derivedPrefix != "" {
+		derived = append(derived, candidate{m.derivedPrefix + v.key.name, "derived_prefix " + m.derivedPrefix})
+	}
+	for _, d := range derived {
+		if m.local == nil {
+			say("no local Services known: the derived Service %s/%s cannot be read", v.key.namespace, d.name)
+			break
+		}
+		if v4, v6 := m.derivedIPs(v.key.namespace, d.name); len(v4)+len(v6) > 0 {
+			say("address source: the ClusterIPs of the derived Service %s/%s, named by %s (%s)", v.key.namespace, d.name, d.by, addrs(v4, v6))
+			return
+		}
+		say("the derived Service %s/%s, named by %s, does not exist or has no ClusterIP", v.key.namespace, d.name, d.by)
+	}
+	if v.source == sourceSlices {
+		say("address source: the ready addresses of its EndpointSlices (%s)", addrs(v.ipv4, v.ipv6))
+		if v.localOnly {
+			say("trafficDistribution prefers close endpoints and the local cluster %q has ready ones: only those answer", m.sources.localCluster())
+		}
+		return
+	}
+	say("no address at all: A and AAAA answer NODATA")
+}
+
+func (m *Multicluster) describePointer(name string, qtype uint16, say func(string, ...any)) {
+	if qtype != dns.TypePTR {
+		say("not a PTR query: passed on")
+		return
+	}
+	addr, ok := netip.AddrFromSlice(net.ParseIP(dnsutil.ExtractAddressFromReverse(name)))
+	if !ok {
+		say("not the reverse name of an address: passed on")
+		return
+	}
+	addr = addr.Unmap()
+	refs := m.index.reverseLookup(addr)
+	for _, ref := range refs {
+		if ref.host != "" {
+			say("%s is the address of endpoint %s.%s of ServiceImport %s", addr, ref.host, ref.cluster, ref.key)
+		} else {
+			say("%s is an address of ServiceImport %s", addr, ref.key)
+		}
+	}
+	if m.local != nil {
+		for _, svc := range m.local.byClusterIP(addr.String()) {
+			if imports := m.derivedImports(svc.Namespace, svc.Name); len(imports) > 0 {
+				say("%s is the ClusterIP of %s/%s, the derived Service of %v", addr, svc.Namespace, svc.Name, imports)
+			} else {
+				say("%s is the ClusterIP of the local Service %s/%s: local wins", addr, svc.Namespace, svc.Name)
+			}
+		}
+		if eps, _ := m.local.byEndpointIP(addr.String()); len(eps) > 0 {
+			say("%s is the address of a local endpoint of %s: local wins", addr, eps[0].key)
+		}
+	}
+	if len(refs) == 0 {
+		say("no import claims %s", addr)
+	}
+}
+
+// recorder is the ResponseWriter Explain hands the plugin: it keeps the
+// message written.
+type recorder struct{ msg *dns.Msg }
+
+func (r *recorder) LocalAddr() net.Addr { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53} }
+func (r *recorder) RemoteAddr() net.Addr {
+	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
+}
+func (r *recorder) WriteMsg(m *dns.Msg) error { r.msg = m; return nil }
+func (r *recorder) Write(b []byte) (int, error) {
+	m := new(dns.Msg)
+	if err := m.Unpack(b); err != nil {
+		return 0, err
+	}
+	r.msg = m
+	return len(b), nil
+}
+func (r *recorder) Close() error        { return nil }
+func (r *recorder) TsigStatus() error   { return nil }
+func (r *recorder) TsigTimersOnly(bool) {}
+func (r *recorder) Hijack()             {}
