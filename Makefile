@@ -5,14 +5,18 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X github.com/coredns/coredns/coremain.GitCommit=$(COMMIT)
 BINARY := build/coredns
+KUBECTL_MCS := build/kubectl-mcs
 IMAGE ?= ghcr.io/coredns-mcs/coredns-mcs:$(VERSION)
 
-.PHONY: all build gen check-gen test test-unit test-e2e testbin run lint clean image release release-check bench
+.PHONY: all build kubectl-mcs gen check-gen test test-unit test-e2e testbin run lint clean image release release-check bench
 
-all: build
+all: build kubectl-mcs
 
 build: ## build/coredns: static, version stamped
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BINARY) ./coredns
+
+kubectl-mcs: ## build/kubectl-mcs: the kubectl plugin (kubectl mcs explain|check), static, version stamped
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(KUBECTL_MCS) ./cmd/kubectl-mcs
 
 gen: ## regenerate coredns/zplugin.go and coredns/zdirectives.go from plugin.cfg
 	$(GO) generate ./coredns

@@ -36,8 +36,8 @@ var machines = map[string]struct {
 }
 
 // TestReleaseArchives checks release archives: each has a matching
-// sha256sum-format checksum file and holds one executable, coredns, built
-// for the archive's platform, statically linked and version stamped.
+// sha256sum-format checksum file and holds two executables, coredns and
+// kubectl-mcs, built for the archive's platform, statically linked and version stamped.
 //
 // make -f Makefile.release release-check runs it on RELEASE_DIR for
 // RELEASE_PLATFORMS (all seven). Without RELEASE_DIR, as in make test, it runs
@@ -138,10 +138,23 @@ func checkArchive(t *testing.T, archive, goos, goarch, version string) {
 	if version != "" && name != version {
 		t.Errorf("archive %s is not named for version %s", filepath.Base(archive), version)
 	}
-	binary := extractCoreDNS(t, data)
-	if !bytes.Contains(binary, []byte(name)) {
-		t.Errorf("the binary does not carry the version %s of its archive's name", name)
+	binaries := extractBinaries(t, data)
+	for _, exe := range []string{"coredns", "kubectl-mcs"} {
+		binary := binaries[exe]
+		if binary == nil {
+			t.Errorf("the archive holds no %s", exe)
+			continue
+		}
+		if !bytes.Contains(binary, []byte(name)) {
+			t.Errorf("%s does not carry the version %s of its archive's name", exe, name)
+		}
+		checkExecutable(t, exe, binary, goos, goarch)
 	}
+}
+
+// checkExecutable checks that binary is a static executable for goos/goarch.
+func checkExecutable(t *testing.T, exe string, binary []byte, goos, goarch string) {
+	t.Helper()
 	switch goos {
 	case "linux":
 		want, ok := machines[goarch]
@@ -150,18 +163,18 @@ func checkArchive(t *testing.T, archive, goos, goarch, version string) {
 		}
 		f, err := elf.NewFile(bytes.NewReader(binary))
 		if err != nil {
-			t.Fatalf("coredns is not an ELF file: %v", err)
+			t.Fatalf("%s is not an ELF file: %v", exe, err)
 		}
 		defer f.Close()
 		if f.Machine != want.machine || f.Class != want.class || fmt.Sprint(f.ByteOrder) != want.order {
-			t.Errorf("coredns is %v %v %v, want %v %v %s", f.Machine, f.Class, f.ByteOrder, want.machine, want.class, want.order)
+			t.Errorf("%s is %v %v %v, want %v %v %s", exe, f.Machine, f.Class, f.ByteOrder, want.machine, want.class, want.order)
 		}
 		if f.Type != elf.ET_EXEC {
-			t.Errorf("coredns has ELF type %v, want %v (a static, non-PIE executable)", f.Type, elf.ET_EXEC)
+			t.Errorf("%s has ELF type %v, want %v (a static, non-PIE executable)", exe, f.Type, elf.ET_EXEC)
 		}
 		for _, p := range f.Progs {
 			if p.Type == elf.PT_INTERP || p.Type == elf.PT_DYNAMIC {
-				t.Errorf("coredns has a %v program header: it is dynamically linked (CGO_ENABLED=0 lost?)", p.Type)
+				t.Errorf("%s has a %v program header: it is dynamically linked (CGO_ENABLED=0 lost?)", exe, p.Type)
 			}
 		}
 	case "darwin":
@@ -170,27 +183,27 @@ func checkArchive(t *testing.T, archive, goos, goarch, version string) {
 		}
 		f, err := macho.NewFile(bytes.NewReader(binary))
 		if err != nil {
-			t.Fatalf("coredns is not a Mach-O file: %v", err)
+			t.Fatalf("%s is not a Mach-O file: %v", exe, err)
 		}
 		defer f.Close()
 		if f.Cpu != macho.CpuArm64 || f.Type != macho.TypeExec {
-			t.Errorf("coredns is Mach-O %v %v, want %v %v", f.Cpu, f.Type, macho.CpuArm64, macho.TypeExec)
+			t.Errorf("%s is Mach-O %v %v, want %v %v", exe, f.Cpu, f.Type, macho.CpuArm64, macho.TypeExec)
 		}
 	default:
 		t.Fatalf("no header check for %s", goos)
 	}
 }
 
-// extractCoreDNS returns the content of the archive's only entry, an
-// executable regular file named coredns.
-func extractCoreDNS(t *testing.T, tgz []byte) []byte {
+// extractBinaries returns the archive's entries, which must be executable
+// regular files named coredns and kubectl-mcs, by name.
+func extractBinaries(t *testing.T, tgz []byte) map[string][]byte {
 	t.Helper()
 	gz, err := gzip.NewReader(bytes.NewReader(tgz))
 	if err != nil {
 		t.Fatalf("not gzip: %v", err)
 	}
 	tr := tar.NewReader(gz)
-	var binary []byte
+	out := map[string][]byte{}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -199,19 +212,16 @@ func extractCoreDNS(t *testing.T, tgz []byte) []byte {
 		if err != nil {
 			t.Fatalf("read tar: %v", err)
 		}
-		if h.Name != "coredns" || binary != nil {
-			t.Errorf("unexpected archive entry %q; want only coredns", h.Name)
+		if (h.Name != "coredns" && h.Name != "kubectl-mcs") || out[h.Name] != nil {
+			t.Errorf("unexpected archive entry %q; want only coredns and kubectl-mcs", h.Name)
 			continue
 		}
 		if h.Typeflag != tar.TypeReg || h.Mode&0o111 == 0 {
-			t.Errorf("coredns in the archive has type %q mode %o; want an executable file", h.Typeflag, h.Mode)
+			t.Errorf("%s in the archive has type %q mode %o; want an executable file", h.Name, h.Typeflag, h.Mode)
 		}
-		if binary, err = io.ReadAll(tr); err != nil {
-			t.Fatalf("read coredns from the archive: %v", err)
+		if out[h.Name], err = io.ReadAll(tr); err != nil {
+			t.Fatalf("read %s from the archive: %v", h.Name, err)
 		}
 	}
-	if binary == nil {
-		t.Fatal("the archive holds no coredns")
-	}
-	return binary
+	return out
 }

@@ -1,0 +1,333 @@
+package mcsctl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/coredns-mcs/coredns-mcs/plugin/multicluster"
+	"github.com/coredns/caddy/caddyfile"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	kubeclient "k8s.io/client-go/kubernetes"
+)
+
+// status of one check line.
+type status string
+
+const (
+	ok   status = "OK"
+	warn status = "WARN" // works, with a limit worth knowing
+	fail status = "FAIL" // something to fix: check exits 1
+)
+
+// Line is one line of check.
+type Line struct {
+	Status  status `json:"status"`
+	Check   string `json:"check"`
+	Message string `json:"message"`
+}
+
+type checker struct {
+	lines []Line
+}
+
+func (c *checker) add(s status, check, format string, args ...any) {
+	c.lines = append(c.lines, Line{Status: s, Check: check, Message: fmt.Sprintf(format, args...)})
+}
+
+// permission is a verb on a resource the server's service account needs.
+type permission struct {
+	group, resource string
+	optional        string // why it may be missing, for a WARN; empty: FAIL
+}
+
+// needed is what coredns-mcs reads: the kubernetes plugin's resources and
+// the multicluster plugin's (manifests/rbac, manifests/install).
+var needed = []permission{
+	{"", "services", ""},
+	{"", "namespaces", ""},
+	{"discovery.k8s.io", "endpointslices", ""},
+	{"multicluster.x-k8s.io", "serviceimports", ""},
+	{"about.k8s.io", "clusterproperties", "without it answers do not prefer the local cluster (trafficDistribution)"},
+}
+
+func check(ctx context.Context, o *options, stdout io.Writer) (int, error) {
+	cfg, err := o.restConfig()
+	if err != nil {
+		return 0, err
+	}
+	kube, err := kubeclient.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	c := &checker{}
+
+	// CRDs.
+	importVersions := servedVersions(kube, "multicluster.x-k8s.io", "serviceimports", "v1beta1", "v1alpha1")
+	if len(importVersions) == 0 {
+		c.add(fail, "crd", "ServiceImport (serviceimports.multicluster.x-k8s.io) is not served: clusterset names answer SERVFAIL; apply manifests/crds")
+	} else {
+		c.add(ok, "crd", "ServiceImport served at %s (the plugin watches %s)", strings.Join(importVersions, ", "), importVersions[0])
+	}
+	propertyVersions := servedVersions(kube, "about.k8s.io", "clusterproperties", "v1beta1", "v1alpha1")
+	if len(propertyVersions) == 0 {
+		c.add(warn, "crd", "ClusterProperty (clusterproperties.about.k8s.io) is not served: the local cluster id is unknown unless the Corefile sets cluster_id; apply manifests/crds")
+	} else {
+		c.add(ok, "crd", "ClusterProperty served at %s", strings.Join(propertyVersions, ", "))
+	}
+
+	// The Deployment, its image and its service account.
+	serviceAccount := ""
+	depNS, depName, err := splitName(o.deployment)
+	if err != nil {
+		return 0, fmt.Errorf("--deployment %w", err)
+	}
+	dep, err := kube.AppsV1().Deployments(depNS).Get(ctx, depName, meta.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		c.add(fail, "image", "no Deployment %s: install coredns-mcs (docs/deploy.md) or name it with --deployment", o.deployment)
+	case err != nil:
+		c.add(fail, "image", "Deployment %s: %v", o.deployment, err)
+	default:
+		serviceAccount = dep.Spec.Template.Spec.ServiceAccountName
+		if serviceAccount == "" {
+			serviceAccount = "default"
+		}
+		var images []string
+		for _, ct := range dep.Spec.Template.Spec.Containers {
+			images = append(images, ct.Image)
+		}
+		if i := slices.IndexFunc(images, func(s string) bool { return strings.Contains(s, "coredns-mcs") }); i >= 0 {
+			tag := "(no tag)"
+			if _, t, ok := strings.Cut(lastPathElement(images[i]), ":"); ok {
+				tag = t
+			}
+			c.add(ok, "image", "Deployment %s runs %s, version %s", o.deployment, images[i], tag)
+		} else {
+			c.add(fail, "image", "Deployment %s runs %s, which is not coredns-mcs: stock CoreDNS has no multicluster plugin (set the image: docs/deploy.md)", o.deployment, strings.Join(images, ", "))
+		}
+	}
+
+	// RBAC of that service account.
+	if serviceAccount != "" {
+		user := "system:serviceaccount:" + depNS + ":" + serviceAccount
+		for _, p := range needed {
+			for _, verb := range []string{"list", "watch"} {
+				allowed, err := canI(ctx, kube, user, verb, p.group, p.resource)
+				resource := p.resource
+				if p.group != "" {
+					resource += "." + p.group
+				}
+				switch {
+				case err != nil:
+					c.add(warn, "rbac", "cannot ask whether %s may %s %s: %v (needs create on subjectaccessreviews.authorization.k8s.io)", user, verb, resource, err)
+				case allowed:
+					c.add(ok, "rbac", "%s may %s %s", user, verb, resource)
+				case p.optional != "":
+					c.add(warn, "rbac", "%s may not %s %s: %s; apply manifests/rbac", user, verb, resource, p.optional)
+				default:
+					c.add(fail, "rbac", "%s may not %s %s: apply manifests/rbac", user, verb, resource)
+				}
+			}
+		}
+	}
+
+	// The Corefile.
+	cf, err := loadCorefile(ctx, o, kube)
+	var mcBlock *caddyfile.ServerBlock
+	if err != nil {
+		c.add(fail, "corefile", "%v", err)
+	} else {
+		mcBlock = checkCorefile(c, cf)
+	}
+
+	// NodeLocal DNSCache.
+	if _, err := kube.AppsV1().DaemonSets("kube-system").Get(ctx, "node-local-dns", meta.GetOptions{}); err == nil {
+		checkNodeLocal(ctx, c, kube)
+	}
+
+	// ClusterProperty.
+	if len(propertyVersions) > 0 {
+		dyn, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			return 0, err
+		}
+		prop, err := dyn.Resource(schema.GroupVersionResource{Group: "about.k8s.io", Version: propertyVersions[0], Resource: "clusterproperties"}).Get(ctx, "cluster.clusterset.k8s.io", meta.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			c.add(warn, "clusterproperty", "no ClusterProperty cluster.clusterset.k8s.io: answers do not prefer the local cluster unless the Corefile sets cluster_id")
+		case err != nil:
+			c.add(warn, "clusterproperty", "ClusterProperty cluster.clusterset.k8s.io: %v", err)
+		default:
+			value, _, _ := unstructuredString(prop.Object, "spec", "value")
+			c.add(ok, "clusterproperty", "this cluster's id is %q (ClusterProperty cluster.clusterset.k8s.io)", value)
+		}
+	}
+
+	// The imports, as the plugin sees them.
+	if mcBlock != nil && len(importVersions) > 0 {
+		if err := checkReadAccess(ctx, cfg); err != nil {
+			c.add(warn, "imports", "%v", err)
+		} else if e, err := startEngine(ctx, cf, *mcBlock, cfg, o.clientConfig()); err != nil {
+			c.add(fail, "imports", "running the plugin: %v", err)
+		} else {
+			checkImports(c, e.mc)
+			e.Stop()
+		}
+	}
+
+	failed := slices.ContainsFunc(c.lines, func(l Line) bool { return l.Status == fail })
+	if o.output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(c.lines); err != nil {
+			return 0, err
+		}
+	} else {
+		for _, l := range c.lines {
+			fmt.Fprintf(stdout, "%-4s  %-15s %s\n", l.Status, l.Check, l.Message)
+		}
+	}
+	if failed {
+		return 1, nil
+	}
+	return 0, nil
+}
+
+func lastPathElement(image string) string {
+	return image[strings.LastIndex(image, "/")+1:]
+}
+
+func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
+	var cur any = obj
+	for _, f := range fields {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return "", false, nil
+		}
+		cur = m[f]
+	}
+	s, ok := cur.(string)
+	return s, ok, nil
+}
+
+// servedVersions returns the versions of group, of those given, in which
+// the API server serves resource.
+func servedVersions(kube kubeclient.Interface, group, resource string, versions ...string) []string {
+	var served []string
+	for _, v := range versions {
+		list, err := kube.Discovery().ServerResourcesForGroupVersion(group + "/" + v)
+		if err != nil {
+			continue
+		}
+		if slices.ContainsFunc(list.APIResources, func(r meta.APIResource) bool { return r.Name == resource }) {
+			served = append(served, v)
+		}
+	}
+	return served
+}
+
+func canI(ctx context.Context, kube kubeclient.Interface, user, verb, group, resource string) (bool, error) {
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User:               user,
+		Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + strings.Split(user, ":")[2], "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource},
+	}}
+	out, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, review, meta.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return out.Status.Allowed, nil
+}
+
+// checkCorefile checks the server blocks and returns the one whose
+// multicluster stanza serves clusterset.local, if any.
+func checkCorefile(c *checker, cf *corefile) *caddyfile.ServerBlock {
+	var found *caddyfile.ServerBlock
+	for i, b := range cf.blocks {
+		keys := strings.Join(b.Keys, " ")
+		st, line, has := stanza(b, "multicluster")
+		if !has {
+			continue
+		}
+		mc, err := multicluster.ParseStanza(st)
+		if err != nil {
+			c.add(fail, "corefile", "the multicluster stanza of server block %s at line %d: %s", keys, line, stanzaError(cf.source, err))
+			continue
+		}
+		zones, fallback := mc.Zones, mc.Fallback
+		c.add(ok, "corefile", "%s: server block %s has multicluster for %s", cf.source, keys, strings.Join(zones, " "))
+		if !slices.Contains(zones, "clusterset.local.") {
+			c.add(warn, "corefile", "server block %s: multicluster does not serve clusterset.local.", keys)
+		}
+		if len(fallback) == 0 {
+			c.add(warn, "corefile", "server block %s: no fallback zone, so foo.ns.svc.cluster.local does not answer imports (add fallback cluster.local)", keys)
+		} else {
+			c.add(ok, "corefile", "server block %s: fallback %s (local Services win)", keys, strings.Join(fallback, " "))
+		}
+		if _, _, hasK := stanza(b, "kubernetes"); !hasK {
+			if len(fallback) > 0 {
+				c.add(fail, "corefile", "server block %s has multicluster with fallback but no kubernetes plugin: local Services would not win; add the kubernetes stanza", keys)
+			}
+		} else {
+			c.add(ok, "corefile", "server block %s: kubernetes in the same block; the image's plugin.cfg runs multicluster before it", keys)
+		}
+		if found == nil {
+			found = &cf.blocks[i]
+		}
+	}
+	if found == nil {
+		c.add(fail, "corefile", "%s: no server block has a multicluster stanza: add it before kubernetes (README, Corefile)", cf.source)
+	}
+	return found
+}
+
+// checkNodeLocal checks that NodeLocal DNSCache sends clusterset.local to
+// the cluster DNS (docs/nodelocaldns.md): otherwise it forwards it upstream.
+func checkNodeLocal(ctx context.Context, c *checker, kube kubeclient.Interface) {
+	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "node-local-dns", meta.GetOptions{})
+	if err != nil {
+		c.add(fail, "nodelocaldns", "node-local-dns runs, but its ConfigMap: %v", err)
+		return
+	}
+	cf, err := parseCorefile("ConfigMap kube-system/node-local-dns", cm.Data["Corefile"])
+	if err != nil {
+		c.add(fail, "nodelocaldns", "%v", err)
+		return
+	}
+	for _, b := range cf.blocks {
+		if slices.Contains(zonesOf(b), "clusterset.local.") {
+			c.add(ok, "nodelocaldns", "node-local-dns has a clusterset.local server block (%s)", strings.Join(b.Keys, " "))
+			return
+		}
+	}
+	c.add(fail, "nodelocaldns", "node-local-dns runs without a clusterset.local server block: it sends clusterset names upstream; apply manifests/nodelocaldns (docs/nodelocaldns.md)")
+}
+
+func checkImports(c *checker, mc *multicluster.Multicluster) {
+	if d := mc.Degraded(); d != "" {
+		c.add(fail, "imports", "the plugin is degraded: %s", d)
+		return
+	}
+	imports := mc.Imports()
+	var empty []string
+	for _, imp := range imports {
+		if !imp.Headless && len(imp.Addresses) == 0 {
+			empty = append(empty, imp.Namespace+"/"+imp.Name)
+		}
+	}
+	c.add(ok, "imports", "%d ServiceImports served", len(imports))
+	if len(empty) > 0 {
+		c.add(fail, "imports", "%d ClusterSetIP imports have no address and answer NODATA: %s (docs/runbooks.md#corednsmulticlusterimportswithoutaddresses)", len(empty), strings.Join(empty, ", "))
+	}
+	if copies := mc.PerClusterCopies(); len(copies) > 0 {
+		c.add(warn, "imports", "%d per-cluster copies (labelled multicluster.kubernetes.io/service-name) are not served: %s; expected with Lighthouse", len(copies), strings.Join(copies, ", "))
+	}
+}

@@ -1,0 +1,264 @@
+package mcsctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/plugin/multicluster"
+	"github.com/coredns/caddy/caddyfile"
+	"github.com/coredns/coredns/plugin/kubernetes"
+	"github.com/miekg/dns"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeclient "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
+)
+
+// Engine is one server block's multicluster and kubernetes plugins, run in
+// this process with the user's credentials, chained as in the server.
+type Engine struct {
+	block    string // its keys, for messages
+	corefile string // where the Corefile came from
+	mc       *multicluster.Multicluster
+	k        *kubernetes.Kubernetes // nil: the block has no kubernetes stanza
+	stops    []func()
+}
+
+// readAccess is what explain reads, as the plugins list and watch it.
+var readAccess = []struct {
+	what string
+	list func(context.Context, kubeclient.Interface, mcsclient.Interface) error
+}{
+	{"services", func(ctx context.Context, k kubeclient.Interface, _ mcsclient.Interface) error {
+		_, err := k.CoreV1().Services("").List(ctx, meta.ListOptions{Limit: 1})
+		return err
+	}},
+	{"endpointslices.discovery.k8s.io", func(ctx context.Context, k kubeclient.Interface, _ mcsclient.Interface) error {
+		_, err := k.DiscoveryV1().EndpointSlices("").List(ctx, meta.ListOptions{Limit: 1})
+		return err
+	}},
+	{"namespaces", func(ctx context.Context, k kubeclient.Interface, _ mcsclient.Interface) error {
+		_, err := k.CoreV1().Namespaces().List(ctx, meta.ListOptions{Limit: 1})
+		return err
+	}},
+	{"serviceimports.multicluster.x-k8s.io", func(ctx context.Context, _ kubeclient.Interface, m mcsclient.Interface) error {
+		_, err := m.MulticlusterV1beta1().ServiceImports("").List(ctx, meta.ListOptions{Limit: 1})
+		if apierrors.IsNotFound(err) {
+			_, err = m.MulticlusterV1alpha1().ServiceImports("").List(ctx, meta.ListOptions{Limit: 1})
+		}
+		if apierrors.IsNotFound(err) {
+			return nil // no CRD: the plugin is degraded, which explain shows
+		}
+		return err
+	}},
+}
+
+// checkReadAccess lists each resource explain reads once, and names every
+// one the user may not list.
+func checkReadAccess(ctx context.Context, cfg *rest.Config) error {
+	kube, err := kubeclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	mcs, err := mcsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	var denied []string
+	for _, r := range readAccess {
+		err := r.list(ctx, kube, mcs)
+		switch {
+		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+			denied = append(denied, r.what)
+		case err != nil:
+			return fmt.Errorf("list %s: %w", r.what, err)
+		}
+	}
+	if len(denied) > 0 {
+		return fmt.Errorf("not allowed to list %s: explain reads what the plugins read, across all namespaces, and needs get, list and watch on them (the view ClusterRole does not cover serviceimports; see docs/kubectl-mcs.md)", strings.Join(denied, ", "))
+	}
+	return nil
+}
+
+// startEngine starts the plugins of block with the user's credentials, and
+// waits for their caches.
+func startEngine(ctx context.Context, cf *corefile, block caddyfile.ServerBlock, cfg *rest.Config, cc clientcmd.ClientConfig) (*Engine, error) {
+	e := &Engine{block: strings.Join(block.Keys, " ")}
+	c, line, ok := stanza(block, "multicluster")
+	if !ok {
+		return nil, fmt.Errorf("%s: the server block %s has no multicluster stanza", cf.source, e.block)
+	}
+	mc, err := multicluster.ParseStanza(c)
+	if err != nil {
+		return nil, fmt.Errorf("the multicluster stanza at line %d: %s", line, stanzaError(cf.source, err))
+	}
+	if c, line, ok := stanza(block, "kubernetes"); ok {
+		c.Next()
+		k, err := kubernetes.ParseStanza(c)
+		if err != nil {
+			return nil, fmt.Errorf("the kubernetes stanza at line %d: %s", line, stanzaError(cf.source, err))
+		}
+		k.ClientConfig = cc // the user's credentials, not the pod's
+		onStart, onShut, err := k.InitKubeCache(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("the kubernetes plugin: %w", err)
+		}
+		if err := onStart(); err != nil {
+			return nil, fmt.Errorf("the kubernetes plugin: %w", err)
+		}
+		e.stops = append(e.stops, func() { _ = onShut() })
+		k.Next = passedOn{}
+		e.k = k
+	}
+	wait := 20 * time.Second
+	if d, ok := ctx.Deadline(); ok {
+		wait = time.Until(d)
+	}
+	if err := mc.Start(cfg, e.k, wait); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	e.stops = append(e.stops, mc.Stop)
+	e.mc = mc
+	return e, nil
+}
+
+// Stop stops the plugins.
+func (e *Engine) Stop() {
+	for i := len(e.stops) - 1; i >= 0; i-- {
+		e.stops[i]()
+	}
+}
+
+// passedOn stands for the plugins after kubernetes (forward, ...): reaching
+// it means neither plugin answered.
+type passedOn struct{}
+
+func (passedOn) Name() string { return "next" }
+func (passedOn) ServeDNS(context.Context, dns.ResponseWriter, *dns.Msg) (int, error) {
+	return 0, errPassedOn
+}
+
+var errPassedOn = errors.New("passed on")
+
+// Result is what explain prints.
+type Result struct {
+	Question   string   `json:"question"`
+	Type       string   `json:"type"`
+	Corefile   string   `json:"corefile"`
+	Block      string   `json:"serverBlock"`
+	Steps      []string `json:"steps"`
+	AnsweredBy string   `json:"answeredBy"` // multicluster, kubernetes, or "" (passed on)
+	Rcode      string   `json:"rcode,omitempty"`
+	Answer     []string `json:"answer,omitempty"`
+	Authority  []string `json:"authority,omitempty"`
+	Additional []string `json:"additional,omitempty"`
+}
+
+func (e *Engine) Explain(r *dns.Msg) Result {
+	q := r.Question[0]
+	res := Result{Question: q.Name, Type: dns.TypeToString[q.Qtype], Corefile: e.corefile, Block: e.block}
+	ex := e.mc.Explain(r)
+	res.Steps = ex.Steps
+	msg := ex.Answer
+	if ex.Handled {
+		res.AnsweredBy = "multicluster"
+	} else if e.k != nil {
+		rec := &recorder{}
+		_, err := e.k.ServeDNS(context.Background(), rec, r)
+		switch {
+		case errors.Is(err, errPassedOn):
+			res.Steps = append(res.Steps, "the kubernetes plugin passes it on (fallthrough): neither plugin answers; the next plugin of the block (forward...) does")
+		case rec.msg != nil:
+			res.AnsweredBy = "kubernetes"
+			msg = rec.msg
+			res.Steps = append(res.Steps, "the kubernetes plugin answers")
+		default:
+			res.Steps = append(res.Steps, fmt.Sprintf("the kubernetes plugin wrote nothing (%v)", err))
+		}
+	} else {
+		res.Steps = append(res.Steps, "the block has no kubernetes plugin: the next plugin of the block answers")
+	}
+	if res.AnsweredBy != "" && msg != nil {
+		res.Rcode = dns.RcodeToString[msg.Rcode]
+		for _, rr := range msg.Answer {
+			res.Answer = append(res.Answer, rr.String())
+		}
+		for _, rr := range msg.Ns {
+			res.Authority = append(res.Authority, rr.String())
+		}
+		for _, rr := range msg.Extra {
+			if rr.Header().Rrtype == dns.TypeOPT {
+				continue
+			}
+			res.Additional = append(res.Additional, rr.String())
+		}
+	}
+	return res
+}
+
+// recorder keeps the message a plugin writes.
+type recorder struct{ msg *dns.Msg }
+
+func (r *recorder) LocalAddr() net.Addr { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53} }
+func (r *recorder) RemoteAddr() net.Addr {
+	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
+}
+func (r *recorder) WriteMsg(m *dns.Msg) error { r.msg = m; return nil }
+func (r *recorder) Write(b []byte) (int, error) {
+	m := new(dns.Msg)
+	if err := m.Unpack(b); err != nil {
+		return 0, err
+	}
+	r.msg = m
+	return len(b), nil
+}
+func (r *recorder) Close() error        { return nil }
+func (r *recorder) TsigStatus() error   { return nil }
+func (r *recorder) TsigTimersOnly(bool) {}
+func (r *recorder) Hijack()             {}
+
+// Imports returns the imports the multicluster plugin serves.
+func (e *Engine) Imports() []multicluster.Import { return e.mc.Imports() }
+
+// Start reads the Corefile of the ConfigMap configMap (NAMESPACE/NAME) with
+// the credentials of kubeconfig, and starts the plugins of the server block
+// that serves name, as explain does.
+func Start(ctx context.Context, kubeconfig, configMap, name string) (*Engine, error) {
+	o := &options{kubeconfig: kubeconfig, configMap: configMap}
+	return o.start(ctx, name)
+}
+
+func (o *options) start(ctx context.Context, name string) (*Engine, error) {
+	cfg, err := o.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkReadAccess(ctx, cfg); err != nil {
+		return nil, err
+	}
+	kube, err := kubeclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cf, err := loadCorefile(ctx, o, kube)
+	if err != nil {
+		return nil, err
+	}
+	block, _, ok := cf.blockFor(name)
+	if !ok {
+		return nil, fmt.Errorf("%s: no server block serves %s", cf.source, name)
+	}
+	e, err := startEngine(ctx, cf, block, cfg, o.clientConfig())
+	if err != nil {
+		return nil, err
+	}
+	e.corefile = cf.source
+	return e, nil
+}

@@ -1,0 +1,90 @@
+package mcsctl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// question turns the arguments of explain into a query: NAME [TYPE], NAME
+// an IP address for its PTR.
+func question(args []string) (*dns.Msg, error) {
+	if len(args) == 0 || len(args) > 2 {
+		return nil, fmt.Errorf("%w: explain NAME [TYPE]", errUsage)
+	}
+	name, qtype := args[0], dns.TypeA
+	if ip := net.ParseIP(name); ip != nil {
+		rev, err := dns.ReverseAddr(ip.String())
+		if err != nil {
+			return nil, err
+		}
+		name, qtype = rev, dns.TypePTR
+	}
+	if len(args) == 2 {
+		t, ok := dns.StringToType[strings.ToUpper(args[1])]
+		if !ok {
+			return nil, fmt.Errorf("%w: unknown type %q", errUsage, args[1])
+		}
+		qtype = t
+	}
+	if _, ok := dns.IsDomainName(name); !ok {
+		return nil, fmt.Errorf("%q is not a domain name", name)
+	}
+	r := new(dns.Msg)
+	r.SetQuestion(dns.Fqdn(name), qtype)
+	return r, nil
+}
+
+func explain(ctx context.Context, o *options, args []string, stdout io.Writer) (int, error) {
+	r, err := question(args)
+	if err != nil {
+		return 0, err
+	}
+	e, err := o.start(ctx, r.Question[0].Name)
+	if err != nil {
+		return 0, err
+	}
+	defer e.Stop()
+	res := e.Explain(r)
+	if o.output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return 0, enc.Encode(res)
+	}
+	printResult(stdout, res)
+	return 0, nil
+}
+
+func printResult(w io.Writer, res Result) {
+	fmt.Fprintf(w, "%s %s\n", res.Question, res.Type)
+	fmt.Fprintf(w, "  server block %s of %s\n\n", res.Block, res.Corefile)
+	for i, s := range res.Steps {
+		fmt.Fprintf(w, "  %d. %s\n", i+1, s)
+	}
+	fmt.Fprintln(w)
+	if res.AnsweredBy == "" {
+		fmt.Fprintln(w, "No answer from the cluster's DNS plugins.")
+		return
+	}
+	fmt.Fprintf(w, "Answer of the %s plugin: %s\n", res.AnsweredBy, res.Rcode)
+	section := func(name string, rrs []string) {
+		if len(rrs) == 0 {
+			return
+		}
+		fmt.Fprintf(w, "  ;; %s\n", name)
+		for _, rr := range rrs {
+			fmt.Fprintf(w, "  %s\n", rr)
+		}
+	}
+	section("ANSWER", res.Answer)
+	section("AUTHORITY", res.Authority)
+	section("ADDITIONAL", res.Additional)
+	if len(res.Answer)+len(res.Authority)+len(res.Additional) == 0 {
+		fmt.Fprintln(w, "  (no records)")
+	}
+}
