@@ -57,6 +57,9 @@ type Multicluster struct {
 
 	kubeconfig string
 	context    string
+	// standaloneLine is the Corefile line of the standalone option, 0
+	// without it; fallLine that of fallthrough.
+	standaloneLine, fallLine int
 	// config, when set, is the client configuration, before kubeconfig: a
 	// tool that runs the plugin outside a server gives its own (tool.go).
 	config *rest.Config

@@ -49,6 +49,12 @@ func setup(c *caddy.Controller) error {
 			m.local = kubernetesServices{cache: k.APIConn, primaryZone: firstForwardZone(k.Zones)}
 			m.endpointsKnown = kubernetesCachesEndpoints(k)
 		}
+		if m.standaloneLine > 0 {
+			_, forwards := dnsserver.GetConfig(c).Handler("forward").(plugin.Handler)
+			if err := m.checkStandalone(k, forwards); err != nil {
+				return plugin.Error(pluginName, err)
+			}
+		}
 		if m.failover {
 			// Failover reads endpoint readiness from the kubernetes plugin's
 			// cache; without it every Service would look down.
@@ -321,6 +327,9 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 	if m.failover && len(m.Fallback) == 0 {
 		return nil, c.Errf("failover applies to fallback zones: add fallback ZONE...")
 	}
+	if m.standaloneLine > 0 && m.fallLine > 0 {
+		return nil, c.Errf("standalone (line %d) and fallthrough (line %d): a standalone server answers every name of its zones itself; fallthrough would pass them on, toward the DNS that forwards them here", m.standaloneLine, m.fallLine)
+	}
 	if m.scope != nil && len(m.Fallback) == 0 {
 		return nil, c.Errf("fallback_scope applies to fallback zones: add fallback ZONE...")
 	}
@@ -419,6 +428,12 @@ func parseOption(c *caddy.Controller, m *Multicluster, option string) error {
 			return err
 		}
 		m.Fall.SetZonesFromArgs(args)
+		m.fallLine = c.Line()
+	case "standalone":
+		if len(args) > 0 {
+			return c.Errf("standalone takes no arguments, got %d", len(args))
+		}
+		m.standaloneLine = c.Line()
 	default:
 		return c.Errf("unknown property %q", option)
 	}

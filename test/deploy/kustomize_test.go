@@ -122,6 +122,18 @@ func TestKustomizationsRender(t *testing.T) {
 			"Service kube-system/kube-dns",
 			"ServiceAccount kube-system/coredns",
 		}),
+		"manifests/standalone": {
+			"ClusterRole /system:coredns-mcs-standalone",
+			"ClusterRoleBinding /system:coredns-mcs-standalone",
+			"ConfigMap kube-system/coredns-mcs",
+			"Deployment kube-system/coredns-mcs",
+			"Service kube-system/coredns-mcs",
+			"ServiceAccount kube-system/coredns-mcs",
+		},
+		"manifests/monitoring": {
+			"PrometheusRule kube-system/coredns-mcs",
+			"ServiceMonitor kube-system/coredns-mcs",
+		},
 	} {
 		t.Run(strings.ReplaceAll(dir, "/", "_"), func(t *testing.T) {
 			objs := render(t, dir)
