@@ -1,0 +1,297 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+)
+
+// stockCoreDNS builds stock CoreDNS (its own main package, from this
+// module's graph: CoreDNS 1.15 without the multicluster plugin) once.
+var stockCoreDNS = sync.OnceValues(func() (string, error) {
+	return harness.GoBuild(filepath.Join(workDir, "coredns-stock"), "github.com/coredns/coredns")
+})
+
+// recordingResolver stands for the upstream resolver of the cluster's DNS
+// (/etc/resolv.conf of its pods): it answers every query NXDOMAIN, but
+// example.org. A 192.0.2.1, and keeps every name it was asked.
+type recordingResolver struct {
+	addr  string
+	mu    sync.Mutex
+	names []string
+}
+
+func startRecordingResolver(t *testing.T) *recordingResolver {
+	t.Helper()
+	r := &recordingResolver{}
+	port := harness.FreePort(t)
+	r.addr = fmt.Sprintf("127.0.0.1:%d", port)
+	handler := dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
+		r.mu.Lock()
+		r.names = append(r.names, strings.ToLower(q.Question[0].Name))
+		r.mu.Unlock()
+		m := new(dns.Msg)
+		if q.Question[0].Name == "example.org." && q.Question[0].Qtype == dns.TypeA {
+			m.SetReply(q)
+			rr, _ := dns.NewRR("example.org. 300 IN A 192.0.2.1")
+			m.Answer = []dns.RR{rr}
+		} else {
+			m.SetRcode(q, dns.RcodeNameError)
+		}
+		_ = w.WriteMsg(m)
+	})
+	for _, proto := range []string{"udp", "tcp"} {
+		srv := &dns.Server{Addr: r.addr, Net: proto, Handler: handler}
+		started := make(chan struct{})
+		srv.NotifyStartedFunc = func() { close(started) }
+		go func() { _ = srv.ListenAndServe() }()
+		select {
+		case <-started:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("upstream resolver on %s %s did not start", proto, r.addr)
+		}
+		t.Cleanup(func() { _ = srv.Shutdown() })
+	}
+	return r
+}
+
+func (r *recordingResolver) asked() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.names)
+}
+
+// corefileOfDoc returns the code block that follows marker in a doc.
+func corefileOfDoc(t *testing.T, doc, marker string) string {
+	t.Helper()
+	data, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(data), marker)
+	if ok {
+		_, after, ok = strings.Cut(after, "```\n")
+	}
+	block, _, ok2 := strings.Cut(after, "```\n")
+	if !ok || !ok2 {
+		t.Fatalf("%s: no code block after %q", doc, marker)
+	}
+	return block
+}
+
+// localize makes a Corefile run on loopback against the test's API server:
+// every server block on port, health, ready and prometheus on free ports
+// (ready on readyPort), every kubernetes and multicluster stanza given the
+// kubeconfig, and forward targets replaced as in forwards.
+func localize(t *testing.T, corefile string, port, readyPort int, forwards map[string]string) string {
+	t.Helper()
+	out := regexp.MustCompile(`(?m)^(\S+):53 \{$`).ReplaceAllString(corefile, fmt.Sprintf("${1}:%d {", port))
+	out = regexp.MustCompile(`(?m)^(\s+)health \{$`).ReplaceAllStringFunc(out, func(s string) string {
+		return strings.Replace(s, "health {", fmt.Sprintf("health 127.0.0.1:%d {", harness.FreePort(t)), 1)
+	})
+	out = regexp.MustCompile(`(?m)^(\s+)ready$`).ReplaceAllString(out, fmt.Sprintf("${1}ready 127.0.0.1:%d", readyPort))
+	out = regexp.MustCompile(`(?m)^(\s+)prometheus :9153$`).ReplaceAllStringFunc(out, func(s string) string {
+		return strings.Replace(s, ":9153", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)), 1)
+	})
+	out = regexp.MustCompile(`(?m)^(\s+)(kubernetes|multicluster)( [^{\n]*)\{$`).ReplaceAllString(out, "${1}${2}${3}{\n${1}    kubeconfig "+cp.Kubeconfig)
+	for from, to := range forwards {
+		out = strings.ReplaceAll(out, "forward . "+from, "forward . "+to)
+	}
+	return out
+}
+
+// startCorefile runs binary with corefile until the test ends and waits
+// until it serves on port and readyPort says 200.
+func startCorefile(t *testing.T, name, binary, corefile string, port, readyPort int) *server {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "Corefile")
+	if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", port), ready: fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort)}
+	s.log = harness.StartCoreDNS(t, name, binary, path, s.addr, s.isReady)
+	return s
+}
+
+// TestStandaloneBehindStockCoreDNS runs the recipe of docs/platforms.md:
+// stock CoreDNS 1.15 with kubeadm's Corefile and the recipe's server blocks,
+// forwarding to a standalone coredns-mcs with the Corefile of
+// manifests/standalone, both against the real API server, and an upstream
+// resolver that records what reaches it. Local names answer byte for byte
+// as stock CoreDNS with kubeadm's Corefile alone; import-only names, the
+// clusterset zone, SRV and PTR answer from the import; a name that exists
+// nowhere is NXDOMAIN at once; no cluster name reaches the upstream; the
+// loop plugin stays quiet; a search-path miss is answered from the front's
+// cache the second time.
+func TestStandaloneBehindStockCoreDNS(t *testing.T) {
+	stock, err := stockCoreDNS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := namespace(t, "standalone")
+	web := createService(t, ns, "web")
+	createImport(t, newImport(ns, "web", "10.42.5.2")) // local wins
+	createImport(t, newImport(ns, "remote", "10.42.5.1"))
+	upstream := startRecordingResolver(t)
+
+	// The standalone coredns-mcs.
+	standaloneCorefile := shippedStandaloneCorefile(t)
+	sPort, sReady := harness.FreePort(t), harness.FreePort(t)
+	metricsPort := harness.FreePort(t)
+	standaloneCorefile = strings.Replace(localize(t, standaloneCorefile, sPort, sReady, nil), "prometheus 127.0.0.1:", "prometheus 127.0.0.1:", 1)
+	standaloneCorefile = regexp.MustCompile(`prometheus 127\.0\.0\.1:\d+`).ReplaceAllString(standaloneCorefile, fmt.Sprintf("prometheus 127.0.0.1:%d", metricsPort))
+	standalone := startCorefile(t, "coredns-mcs standalone", binary, standaloneCorefile, sPort, sReady)
+	standaloneMetrics := resilientServer{server: standalone, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
+
+	// Stock CoreDNS with the recipe, and with kubeadm's Corefile alone.
+	recipe := corefileOfDoc(t, "../../docs/platforms.md", "<!-- recipe: stock -->")
+	kubeadmOnly, _, _ := strings.Cut(recipe, "cluster.local:53 {")
+	fPort, fReady := harness.FreePort(t), harness.FreePort(t)
+	front := startCorefile(t, "stock CoreDNS with the recipe", stock, localize(t, recipe, fPort, fReady, map[string]string{
+		"/etc/resolv.conf": upstream.addr,
+		"10.96.0.53":       standalone.addr,
+	}), fPort, fReady)
+	pPort, pReady := harness.FreePort(t), harness.FreePort(t)
+	plain := startCorefile(t, "stock CoreDNS with kubeadm's Corefile", stock, localize(t, kubeadmOnly, pPort, pReady, map[string]string{"/etc/resolv.conf": upstream.addr}), pPort, pReady)
+
+	// Local names: byte for byte what stock CoreDNS answers without the recipe.
+	ptrOf := func(ip string) string { rev, _ := dns.ReverseAddr(ip); return rev }
+	local := []question{
+		{"web." + ns + ".svc.cluster.local.", dns.TypeA},
+		{"web." + ns + ".svc.cluster.local.", dns.TypeSRV},
+		{"_http._tcp.web." + ns + ".svc.cluster.local.", dns.TypeSRV},
+		{"web." + ns + ".svc.cluster.local.", dns.TypeAAAA},
+		{"kubernetes.default.svc.cluster.local.", dns.TypeA},
+		{ptrOf(web.Spec.ClusterIP), dns.TypePTR},
+		{"example.org.", dns.TypeA},
+	}
+	expectSameAnswers(t, front, plain, local)
+
+	// Through the forward: import-only names, clusterset names, SRV, PTR.
+	expectAddresses(t, front, "remote."+ns+".svc.cluster.local.", dns.TypeA, propagation, "10.42.5.1")
+	expectAddresses(t, front, "remote."+ns+".svc.clusterset.local.", dns.TypeA, propagation, "10.42.5.1")
+	expectAddresses(t, front, "web."+ns+".svc.clusterset.local.", dns.TypeA, propagation, "10.42.5.2")
+	for _, proto := range []string{"udp", "tcp"} {
+		srv := front.query(t, proto, "_http._tcp.remote."+ns+".svc.cluster.local.", dns.TypeSRV)
+		if len(srv.Answer) != 1 || !strings.Contains(srv.Answer[0].String(), "80 remote."+ns+".svc.cluster.local.") {
+			t.Errorf("SRV over %s: %v", proto, srv.Answer)
+		}
+		ptr := front.query(t, proto, ptrOf("10.42.5.1"), dns.TypePTR)
+		if len(ptr.Answer) != 1 || !strings.HasSuffix(ptr.Answer[0].String(), "remote."+ns+".svc.clusterset.local.") {
+			t.Errorf("PTR over %s: %v", proto, ptr.Answer)
+		}
+	}
+
+	// A name that exists nowhere: NXDOMAIN with the zone's SOA, at once.
+	for _, name := range []string{"nope." + ns + ".svc.cluster.local.", "nope." + ns + ".svc.clusterset.local."} {
+		start := time.Now()
+		r := front.query(t, "udp", name, dns.TypeA)
+		took := time.Since(start)
+		if r.Rcode != dns.RcodeNameError || len(r.Ns) != 1 || r.Ns[0].Header().Rrtype != dns.TypeSOA {
+			t.Errorf("%s: %s with authority %v, want NXDOMAIN with the SOA", name, dns.RcodeToString[r.Rcode], r.Ns)
+		}
+		if took > time.Second {
+			t.Errorf("%s: answered in %s", name, took)
+		}
+		t.Logf("%s: NXDOMAIN in %s", name, took.Round(time.Microsecond))
+	}
+
+	// A pod's search-path miss (ndots:5 tries example.org.NS.svc.cluster.local
+	// first): the second time the front's cache answers it.
+	miss := "example.org." + ns + ".svc.cluster.local."
+	requests := func() float64 {
+		return standaloneMetrics.metric(t, "coredns_dns_requests_total", `family="1",proto="udp",server="dns://:`+fmt.Sprint(sPort)+`",type="A",view="",zone="."`)
+	}
+	before := requests()
+	if r := front.query(t, "udp", miss, dns.TypeA); r.Rcode != dns.RcodeNameError {
+		t.Errorf("%s: %s, want NXDOMAIN", miss, dns.RcodeToString[r.Rcode])
+	}
+	first := requests()
+	if r := front.query(t, "udp", miss, dns.TypeA); r.Rcode != dns.RcodeNameError {
+		t.Errorf("%s again: %s, want NXDOMAIN", miss, dns.RcodeToString[r.Rcode])
+	}
+	second := requests()
+	if first-before != 1 || second != first {
+		t.Errorf("requests the standalone server got for %s: first %v, second %v (want 1, then none: the front's cache)", miss, first-before, second-first)
+	}
+
+	// Nothing of the cluster reached the upstream; the loop plugin is quiet.
+	for _, name := range upstream.asked() {
+		if strings.HasSuffix(name, "cluster.local.") || strings.HasSuffix(name, "clusterset.local.") || strings.HasSuffix(name, "10.in-addr.arpa.") {
+			t.Errorf("the upstream resolver was asked %s", name)
+		}
+	}
+	t.Logf("the upstream resolver was asked %v", upstream.asked())
+	if log := front.log.String(); strings.Contains(log, "Loop") || strings.Contains(log, "[ERROR]") {
+		t.Errorf("stock CoreDNS's log:\n%s", log)
+	}
+	for _, l := range strings.Split(standalone.log.String(), "\n") {
+		// ping.invalid is the harness's probe of whether a server answers,
+		// a name no cluster DNS forwards: nothing serves it here.
+		if strings.Contains(l, "[ERROR]") && !strings.Contains(l, " ping.invalid. ") {
+			t.Errorf("the standalone server logged %s", l)
+		}
+	}
+}
+
+// shippedStandaloneCorefile returns the Corefile of manifests/standalone.
+func shippedStandaloneCorefile(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../../manifests/standalone/configmap.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, ok := strings.Cut(string(data), "  Corefile: |\n")
+	if !ok {
+		t.Fatal("manifests/standalone/configmap.yaml: no Corefile")
+	}
+	var lines []string
+	for _, l := range strings.Split(body, "\n") {
+		lines = append(lines, strings.TrimPrefix(l, "    "))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestStandaloneRefusesALoop: a standalone Corefile whose kubernetes plugin
+// falls through to a forward (kubeadm's stanza pasted as is) does not start,
+// and says which line and why.
+func TestStandaloneRefusesALoop(t *testing.T) {
+	corefile := fmt.Sprintf(`.:%d {
+    multicluster clusterset.local in-addr.arpa ip6.arpa {
+        kubeconfig %s
+        fallback cluster.local
+        standalone
+    }
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig %s
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    forward . 127.0.0.1:1
+}
+`, harness.FreePort(t), cp.Kubeconfig, cp.Kubeconfig)
+	path := filepath.Join(t.TempDir(), "Corefile")
+	if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, exited := harness.StartProcess(t, "coredns", binary, "-conf", path)
+	select {
+	case <-exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("coredns did not exit")
+	}
+	want := "standalone (Corefile line 5): names of in-addr.arpa. (the kubernetes plugin falls through), ip6.arpa. (the kubernetes plugin falls through) that this server does not know would reach forward"
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("log:\n%s\nwant %q", out.String(), want)
+	}
+}
