@@ -26,8 +26,9 @@ gen: ## regenerate coredns/zplugin.go and coredns/zdirectives.go from plugin.cfg
 # reference controller), karmada (Karmada's control plane, for
 # test/karmadae2e; a separate compile of the Kubernetes libraries at Karmada's
 # own versions), prometheus (the Prometheus server and promtool, for the
-# alerting rules: test/monitoring and test/e2e).
-TESTBIN_SETS := kube mcs karmada prometheus
+# alerting rules: test/monitoring and test/e2e), helm (the helm command, for
+# test/helmchart).
+TESTBIN_SETS := kube mcs karmada prometheus helm
 
 testbin: ## build (once) the third-party binaries of the tests; prints their directories
 	@bash test/testbin/build.sh $(TESTBIN_SETS)

@@ -15,6 +15,7 @@
 #          -webhook v1.18.2, with Karmada's own module graph
 #   prometheus  the Prometheus server and promtool (github.com/prometheus/prometheus
 #          v0.316.0), for the alerting rules' tests
+#   helm   the helm command (helm.sh/helm/v3 v3.22.0), for the chart's tests
 #
 # Each set is cached under ${XDG_CACHE_HOME:-$HOME/.cache}/coredns-mcs/testbin/SET-KEY,
 # where KEY hashes everything that decides the output: the set's go.mod,
