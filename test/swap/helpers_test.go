@@ -82,7 +82,7 @@ func (s *scenario) copyManifests(tag string) string {
 		s.t.Fatal(err)
 	}
 	re := regexp.MustCompile(`(?m)^(\s*-\s*name:\s*` + regexp.QuoteMeta(mcsImageName) + `\s*\n\s*newTag:\s*)\S+`)
-	for _, kustomization := range []string{filepath.Join(dst, "kustomization.yaml"), filepath.Join(dst, "install", "kustomization.yaml")} {
+	for _, kustomization := range []string{filepath.Join(dst, "kustomization.yaml"), filepath.Join(dst, "install", "kustomization.yaml"), filepath.Join(dst, "standalone", "kustomization.yaml")} {
 		data, err := os.ReadFile(kustomization)
 		if err != nil {
 			s.t.Fatal(err)
@@ -263,7 +263,8 @@ func (s *scenario) dig(name string, qs ...query) digResults {
 	s.t.Helper()
 	var script strings.Builder
 	for _, q := range qs {
-		fmt.Fprintf(&script, "echo '== %s %s %s'; dig %s +tries=2 +timeout=2 +noall +comments +answer %s %s 2>&1\n",
+		// The query's own flag last, so that +stats outlasts +noall.
+		fmt.Fprintf(&script, "echo '== %s %s %s'; dig +tries=2 +timeout=2 +noall +comments +answer %s %s %s 2>&1\n",
 			q.proto, q.name, q.qtype, q.proto, q.name, q.qtype)
 	}
 	script.WriteString("echo '== end'\n")

@@ -192,6 +192,9 @@ func TestSwapCoreDNS(t *testing.T) {
 		}
 	}
 
+	// docs/platforms.md on the same node, stock CoreDNS serving again.
+	s.standalone(manifests, corefileBackup, webIP)
+
 	// The rest of "Roll back": the multicluster role goes.
 	s.kubectl("delete", "-k", filepath.Join(manifests, "rbac"))
 

@@ -1,0 +1,248 @@
+//go:build linux
+
+package swap
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
+)
+
+// upstreamRecorder listens where the node's pods with dnsPolicy Default
+// (CoreDNS) send what they forward: the node's address, port 53, in the
+// node's network namespace (test/node's kubelet resolv.conf). It answers
+// NXDOMAIN and keeps every name, so that a test can tell what the cluster's
+// DNS sent upstream.
+type upstreamRecorder struct {
+	mu    sync.Mutex
+	names []string
+	srv   *dns.Server
+}
+
+func (s *scenario) recordUpstream() *upstreamRecorder {
+	s.t.Helper()
+	pc, err := s.n.NetNS.ListenPacket("udp", s.n.Layout.IP+":53")
+	if err != nil {
+		s.t.Fatalf("listen on the node's upstream resolver address: %v", err)
+	}
+	r := &upstreamRecorder{}
+	r.srv = &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
+		r.mu.Lock()
+		r.names = append(r.names, strings.ToLower(q.Question[0].Name))
+		r.mu.Unlock()
+		m := new(dns.Msg)
+		m.SetRcode(q, dns.RcodeNameError)
+		_ = w.WriteMsg(m)
+	})}
+	started := make(chan struct{})
+	r.srv.NotifyStartedFunc = func() { close(started) }
+	go func() { _ = r.srv.ActivateAndServe() }()
+	<-started
+	s.t.Cleanup(func() { _ = r.srv.Shutdown() })
+	return r
+}
+
+// reset forgets what was asked so far.
+func (r *upstreamRecorder) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.names = nil
+}
+
+func (r *upstreamRecorder) asked() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.names)
+}
+
+// recipe returns the stock CoreDNS Corefile of docs/platforms.md, with the
+// reverse zone of this test's ClusterSetIP range (10.100.0.0/16) where the
+// doc's example has 10.42.0.0/16, as the doc tells users to write theirs.
+func (s *scenario) recipe() string {
+	s.t.Helper()
+	data, err := os.ReadFile(filepath.Join(s.root, "docs", "platforms.md"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(data), "<!-- recipe: stock -->")
+	if ok {
+		_, after, ok = strings.Cut(after, "```\n")
+	}
+	block, _, ok2 := strings.Cut(after, "```\n")
+	if !ok || !ok2 {
+		s.t.Fatal("docs/platforms.md: no stock recipe")
+	}
+	return strings.ReplaceAll(block, "42.10.in-addr.arpa:53", "100.10.in-addr.arpa:53")
+}
+
+// localQueries are the names of the cluster's own Services.
+func localQueries(webIP string) []query {
+	var qs []query
+	for _, proto := range protos {
+		qs = append(qs,
+			query{proto, localName, "A"},
+			query{proto, localName, "AAAA"},
+			query{proto, "_http._tcp." + localName, "SRV"},
+			query{proto, reverse(webIP), "PTR"},
+			query{proto, "kubernetes.default.svc.cluster.local.", "A"},
+		)
+	}
+	return qs
+}
+
+var queryTime = regexp.MustCompile(`Query time: (\d+) msec`)
+
+// standalone runs docs/platforms.md on the node while kubeadm's CoreDNS runs
+// stock CoreDNS with its own Corefile (corefile): coredns-mcs installed
+// standalone (kubectl apply -k manifests/standalone, then the Helm chart),
+// the stock Corefile edited as the recipe says, and pods asking through the
+// cluster DNS as before. Then everything is removed, and the stock answers
+// are back.
+func (s *scenario) standalone(manifests, corefile, webIP string) {
+	t := s.t
+	t.Helper()
+	began := time.Now()
+	upstream := s.recordUpstream()
+	stock := s.dig("stock", localQueries(webIP)...)
+
+	// The recipe is kubeadm's Corefile, unchanged, plus server blocks.
+	recipe := s.recipe()
+	if !strings.HasPrefix(recipe, strings.TrimRight(corefile, "\n")+"\n") {
+		t.Fatalf("the recipe of docs/platforms.md does not begin with kubeadm's Corefile:\n%s\nkubeadm's:\n%s", recipe, corefile)
+	}
+	s.kubectl("apply", "--server-side", "-k", filepath.Join(manifests, "standalone"))
+	s.kubectl("-n", "kube-system", "rollout", "status", "deploy/coredns-mcs", "--timeout=3m")
+	s.setCorefile(recipe)
+	t.Logf("standalone (kubectl -k) installed and the Corefile edited in %.1fs", time.Since(began).Seconds())
+	// From now on the recipe is in place: stock CoreDNS with kubeadm's
+	// Corefile alone sends clusterset names upstream (the looker-up pod
+	// still asks one), with the recipe it must not.
+	upstream.reset()
+	s.checkStandalone("standalone-k", webIP, stock)
+
+	// The same with the Helm chart.
+	s.kubectl("delete", "--cascade=foreground", "-k", filepath.Join(manifests, "standalone"))
+	helmDir, err := testbin.Dir("helm", "helm")
+	if err != nil {
+		t.Fatalf("helm: %v", err)
+	}
+	helm := func(args ...string) string {
+		// In the node's network namespace, where kube-apiserver listens.
+		cmd := exec.CommandContext(s.ctx, filepath.Join(helmDir, "helm"), append(args, "--kubeconfig", s.n.ControlPlane.Kubeconfig)...)
+		cmd.Env = append(os.Environ(), "HOME="+s.work)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		err := s.n.NetNS.Do(cmd.Start)
+		if err == nil {
+			err = cmd.Wait()
+		}
+		if err != nil {
+			t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out.String())
+		}
+		return out.String()
+	}
+	helm("install", "coredns-mcs", filepath.Join(s.root, "charts", "coredns-mcs"), "--namespace", "kube-system",
+		"--set", "service.clusterIP=10.96.0.53", "--set", "image.tag="+mcsImageTag, "--set", "image.pullPolicy=Never", "--set", "replicaCount=1")
+	s.kubectl("-n", "kube-system", "rollout", "status", "deploy/coredns-mcs", "--timeout=3m")
+	// While no standalone server ran, the front answered SERVFAIL, which its
+	// cache keeps for up to 5 s.
+	time.Sleep(settle)
+	s.checkStandalone("standalone-helm", webIP, stock)
+	asked := upstream.asked()
+
+	// Removal: kubeadm's Corefile back, the chart uninstalled.
+	s.setCorefile(corefile)
+	helm("uninstall", "coredns-mcs", "--namespace", "kube-system", "--wait")
+	restored := s.dig("restored", append(localQueries(webIP), query{"+notcp", importedName, "A"}, query{"+notcp", clustersetName, "A"})...)
+	restored.expect(t, query{"+notcp", importedName, "A"}, "NXDOMAIN")
+	for _, q := range localQueries(webIP) {
+		if a, b := stock[q], restored[q]; a.status != b.status || !slices.Equal(a.records, b.records) {
+			t.Errorf("after removal %s %s over %s: %s %v, stock CoreDNS answered %s %v", q.name, q.qtype, protoName(q.proto), b.status, b.records, a.status, a.records)
+		}
+	}
+
+	for _, name := range asked {
+		if strings.HasSuffix(name, ".cluster.local.") || strings.HasSuffix(name, ".clusterset.local.") || strings.HasSuffix(name, ".100.10.in-addr.arpa.") {
+			t.Errorf("the node's upstream resolver was asked %s", name)
+		}
+	}
+	t.Logf("with the recipe in place, the node's upstream resolver was asked %d names: %v", len(asked), asked)
+	if logs := s.kubectl("-n", "kube-system", "logs", "deploy/coredns"); strings.Contains(logs, "Loop") {
+		t.Errorf("stock CoreDNS's log:\n%s", logs)
+	}
+	t.Logf("standalone phase: %.1fs", time.Since(began).Seconds())
+}
+
+// setCorefile replaces the stock Corefile and restarts stock CoreDNS (its
+// reload plugin would take up to 45 s to notice).
+func (s *scenario) setCorefile(corefile string) {
+	s.t.Helper()
+	writeFile(s.t, filepath.Join(s.work, "Corefile.next"), corefile)
+	configMap := s.kubectl("-n", "kube-system", "create", "configmap", "coredns", "--from-file=Corefile=Corefile.next", "--dry-run=client", "-o", "yaml")
+	s.kubectlWithInput(configMap, "apply", "--server-side", "--force-conflicts", "-f", "-")
+	s.kubectl("-n", "kube-system", "rollout", "restart", "deploy/coredns")
+	s.kubectl("-n", "kube-system", "rollout", "status", "deploy/coredns", "--timeout=3m")
+	time.Sleep(settle)
+}
+
+// checkStandalone asks, from a pod, through the cluster DNS (stock CoreDNS
+// with the recipe, forwarding to the standalone coredns-mcs).
+func (s *scenario) checkStandalone(name, webIP string, stock digResults) {
+	t := s.t
+	t.Helper()
+	nope := "nope.demo.svc.cluster.local."
+	qs := append(localQueries(webIP),
+		query{"+search", "remote.demo", "A"},
+		query{"+search", "web.demo", "A"},
+		query{"+stats", nope, "A"},
+		query{"+stats", "nope.demo.svc.clusterset.local.", "A"},
+	)
+	for _, proto := range protos {
+		qs = append(qs,
+			query{proto, importedName, "A"},
+			query{proto, clustersetName, "A"},
+			query{proto, "web.demo.svc.clusterset.local.", "A"},
+			query{proto, "_http._tcp." + clustersetName, "SRV"},
+			query{proto, "_http._tcp." + importedName, "SRV"},
+			query{proto, reverse(remoteIP), "PTR"},
+		)
+	}
+	got := s.dig(name, qs...)
+	for _, q := range localQueries(webIP) {
+		if a, b := stock[q], got[q]; a.status != b.status || !slices.Equal(a.records, b.records) {
+			t.Errorf("%s: %s %s over %s: %s %v, stock CoreDNS alone answered %s %v", name, q.name, q.qtype, protoName(q.proto), b.status, b.records, a.status, a.records)
+		}
+	}
+	for _, proto := range protos {
+		got.expect(t, query{proto, importedName, "A"}, "NOERROR", remoteIP)
+		got.expect(t, query{proto, clustersetName, "A"}, "NOERROR", remoteIP)
+		got.expect(t, query{proto, "web.demo.svc.clusterset.local.", "A"}, "NOERROR", webImportIP)
+		got.expect(t, query{proto, "_http._tcp." + clustersetName, "SRV"}, "NOERROR", "80 "+clustersetName)
+		got.expect(t, query{proto, "_http._tcp." + importedName, "SRV"}, "NOERROR", "80 "+importedName)
+		got.expect(t, query{proto, reverse(remoteIP), "PTR"}, "NOERROR", clustersetName)
+	}
+	// The pod's own resolver path: the search list of its resolv.conf,
+	// ndots:5, as an application's lookup of "remote.demo" goes.
+	got.expect(t, query{"+search", "remote.demo", "A"}, "NOERROR", remoteIP)
+	got.expect(t, query{"+search", "web.demo", "A"}, "NOERROR", webIP)
+	for _, q := range []query{{"+stats", nope, "A"}, {"+stats", "nope.demo.svc.clusterset.local.", "A"}} {
+		got.expect(t, q, "NXDOMAIN")
+		if m := queryTime.FindStringSubmatch(got[q].raw); m == nil {
+			t.Errorf("%s: no query time:\n%s", q.name, got[q].raw)
+		} else if ms, _ := strconv.Atoi(m[1]); ms > 500 {
+			t.Errorf("%s: NXDOMAIN took %d ms", q.name, ms)
+		} else {
+			t.Logf("%s: %s NXDOMAIN in %d ms", name, q.name, ms)
+		}
+	}
+}
