@@ -65,6 +65,7 @@ type config struct {
 	profileDir  string
 	pin         bool
 	timeout     time.Duration
+	hopOnly     bool
 }
 
 func main() {
@@ -94,6 +95,7 @@ func run() error {
 	flag.StringVar(&c.profileDir, "profile-dir", "build/bench-profiles", "keep the CPU profiles in `DIR` (empty: discard them)")
 	flag.BoolVar(&c.pin, "pin", true, "pin coredns to CPU 0 and dnsperf to CPU 1 during throughput rounds, and the Go benchmarks to CPU 1")
 	flag.DurationVar(&c.timeout, "timeout", 45*time.Minute, "give up after this long")
+	flag.BoolVar(&c.hopOnly, "hop-only", false, "measure only the extra hop of the standalone install (with -n objects), and no Go benchmarks")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -186,7 +188,7 @@ func (b *bench) run(ctx context.Context) error {
 			return err
 		}
 	}
-	if b.cfg.goBench {
+	if b.cfg.goBench && !b.cfg.hopOnly {
 		for _, pkg := range []string{"github.com/coredns/coredns/plugin/kubernetes", "./plugin/multicluster/"} {
 			status("go benchmarks of %s", pkg)
 			b.phase("Go benchmarks " + pkg)
@@ -252,6 +254,9 @@ func (b *bench) againstAPIServer(ctx context.Context) error {
 	// Memory with an empty cluster first, then the small throughput set,
 	// which is removed again before the large sets are created, so that
 	// every memory figure counts exactly the objects it says.
+	if b.cfg.hopOnly {
+		return b.throughput(ctx)
+	}
 	if err := b.memory(ctx, 0, 1); err != nil {
 		return err
 	}
@@ -328,6 +333,12 @@ func (b *bench) throughput(ctx context.Context) error {
 	serverCPU, loadCPU := "", ""
 	if b.cfg.pin {
 		serverCPU, loadCPU = "0", "1"
+	}
+	if b.cfg.hopOnly {
+		if err := b.extraHop(ctx, loadgen{cpus: loadCPU}, serverCPU, fallback, q("fallback")); err != nil {
+			return err
+		}
+		return b.c.deleteAll(ctx, nsLocal, nsImports, nsShadow, nsProp)
 	}
 	start := func(name, corefile string) (*server, error) {
 		return startServer(ctx, serverOptions{
@@ -424,6 +435,11 @@ func (b *bench) throughput(ctx context.Context) error {
 			return err
 		}
 		b.res.comparisons = append(b.res.comparisons, c)
+	}
+
+	b.phase("the extra hop of the standalone install")
+	if err := b.extraHop(ctx, g, serverCPU, fallback, q("fallback")); err != nil {
+		return err
 	}
 
 	if b.cfg.profile {

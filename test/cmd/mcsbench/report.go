@@ -23,6 +23,7 @@ type results struct {
 	propagation       []propagation
 	memory            []memRow
 	creates           []createRate
+	hop               *hopResults
 }
 
 type phaseLoad struct {
@@ -150,6 +151,16 @@ func (r *results) markdown() string {
 		p("| propagation, API write to changed answer, %d writes | p50 %s, p99 %s | p99 < 200 ms: %s |\n", len(all), ms(percentile(all, 50)), ms(p99),
 			verdict(float64(propagationTarget), float64(p99)))
 	}
+	if h := r.hop; h != nil {
+		sp99, fp99 := percentile(h.swapLat, 99), percentile(h.frontLat, 99)
+		p("| the extra hop: import-only cluster.local names through stock CoreDNS and the forward to coredns-mcs standalone vs coredns-mcs swapped in, p99 latency | %s vs %s (%.2fx) | <= 1.5x: %s |\n",
+			us(fp99), us(sp99), float64(fp99)/float64(sp99), verdict(1.5, float64(fp99)/float64(sp99)))
+		if c := h.comparison; c != nil {
+			p("| the extra hop: QPS through the forward / swap | %.3f (median of round ratios) | (for information) |\n", c.medianRatio())
+		}
+		p("| the extra hop: search-path misses asked of the standalone server the second time | %.0f (first time %.0f) | 0: %s |\n",
+			h.standaloneAsked[1], h.standaloneAsked[0], map[bool]string{true: "met", false: "**missed**"}[h.standaloneAsked[1] == 0])
+	}
 	if _, _, su, ok := medianMem(r.memFor(true, c.big)); ok {
 		t := fmt.Sprintf("< 30 s with %d imports: this run has fewer", startupTargetImports)
 		if c.big >= startupTargetImports {
@@ -183,6 +194,7 @@ func (r *results) markdown() string {
 	p("\n")
 
 	r.writeThroughput(p)
+	r.writeHop(p)
 	r.writeMemory(p)
 	r.writePropagation(p)
 	r.writeGoBench(p)

@@ -110,7 +110,9 @@ type server struct {
 	addr     string // DNS, UDP and TCP
 	readyURL string
 	pprofURL string
-	logPath  string
+	// metricsURL is the prometheus plugin's, for Corefiles that have one.
+	metricsURL string
+	logPath    string
 	// readyAfter is the time from the fork to the first /ready 200.
 	readyAfter time.Duration
 }
@@ -129,14 +131,14 @@ type serverOptions struct {
 
 // startServer starts coredns and waits until /ready answers 200.
 func startServer(ctx context.Context, o serverOptions) (*server, error) {
-	ports, err := freePorts(3)
+	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
 	}
 	// Plain replacement, not text/template: the template plugin's own
 	// templates are Go templates too.
 	corefile := strings.NewReplacer("{{.Port}}", strconv.Itoa(ports[0]), "{{.ReadyPort}}", strconv.Itoa(ports[1]),
-		"{{.PprofPort}}", strconv.Itoa(ports[2]), "{{.Kubeconfig}}", o.kubeconfig).Replace(o.corefile)
+		"{{.PprofPort}}", strconv.Itoa(ports[2]), "{{.MetricsPort}}", strconv.Itoa(ports[3]), "{{.Kubeconfig}}", o.kubeconfig).Replace(o.corefile)
 	confPath := filepath.Join(o.dir, o.name+".Corefile")
 	if err := os.WriteFile(confPath, []byte(corefile), 0o600); err != nil {
 		return nil, err
@@ -158,13 +160,14 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 		return nil, err
 	}
 	s := &server{
-		name:     o.name,
-		binary:   o.binary,
-		proc:     p,
-		addr:     "127.0.0.1:" + strconv.Itoa(ports[0]),
-		readyURL: "http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/ready",
-		pprofURL: "http://127.0.0.1:" + strconv.Itoa(ports[2]) + "/debug/pprof",
-		logPath:  logPath,
+		name:       o.name,
+		binary:     o.binary,
+		proc:       p,
+		addr:       "127.0.0.1:" + strconv.Itoa(ports[0]),
+		readyURL:   "http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/ready",
+		pprofURL:   "http://127.0.0.1:" + strconv.Itoa(ports[2]) + "/debug/pprof",
+		metricsURL: "http://127.0.0.1:" + strconv.Itoa(ports[3]) + "/metrics",
+		logPath:    logPath,
 	}
 	if err := s.waitReady(ctx, o.readyTimeout); err != nil {
 		_ = s.stop()
