@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
@@ -80,7 +82,11 @@ func corefileOfDoc(t *testing.T, doc, marker string) string {
 	}
 	_, after, ok := strings.Cut(string(data), marker)
 	if ok {
-		_, after, ok = strings.Cut(after, "```\n")
+		// The opening fence, with its language if any, ends a line.
+		_, after, ok = strings.Cut(after, "```")
+		if ok {
+			_, after, ok = strings.Cut(after, "\n")
+		}
 	}
 	block, _, ok2 := strings.Cut(after, "```\n")
 	if !ok || !ok2 {
@@ -96,6 +102,9 @@ func corefileOfDoc(t *testing.T, doc, marker string) string {
 func localize(t *testing.T, corefile string, port, readyPort int, forwards map[string]string) string {
 	t.Helper()
 	out := regexp.MustCompile(`(?m)^(\S+):53 \{$`).ReplaceAllString(corefile, fmt.Sprintf("${1}:%d {", port))
+	out = regexp.MustCompile(`(?m)^(\s+)health$`).ReplaceAllStringFunc(out, func(s string) string {
+		return s + fmt.Sprintf(" 127.0.0.1:%d", harness.FreePort(t))
+	})
 	out = regexp.MustCompile(`(?m)^(\s+)health \{$`).ReplaceAllStringFunc(out, func(s string) string {
 		return strings.Replace(s, "health {", fmt.Sprintf("health 127.0.0.1:%d {", harness.FreePort(t)), 1)
 	})
@@ -144,26 +153,111 @@ func TestStandaloneBehindStockCoreDNS(t *testing.T) {
 	createImport(t, newImport(ns, "remote", "10.42.5.1"))
 	upstream := startRecordingResolver(t)
 
-	// The standalone coredns-mcs.
-	standaloneCorefile := shippedStandaloneCorefile(t)
-	sPort, sReady := harness.FreePort(t), harness.FreePort(t)
-	metricsPort := harness.FreePort(t)
-	standaloneCorefile = strings.Replace(localize(t, standaloneCorefile, sPort, sReady, nil), "prometheus 127.0.0.1:", "prometheus 127.0.0.1:", 1)
-	standaloneCorefile = regexp.MustCompile(`prometheus 127\.0\.0\.1:\d+`).ReplaceAllString(standaloneCorefile, fmt.Sprintf("prometheus 127.0.0.1:%d", metricsPort))
-	standalone := startCorefile(t, "coredns-mcs standalone", binary, standaloneCorefile, sPort, sReady)
-	standaloneMetrics := resilientServer{server: standalone, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
+	// The standalone coredns-mcs, with the Corefile of manifests/standalone.
+	standalone, standaloneMetrics := startStandalone(t, shippedStandaloneCorefile(t))
 
-	// Stock CoreDNS with the recipe, and with kubeadm's Corefile alone.
-	recipe := corefileOfDoc(t, "../../docs/platforms.md", "<!-- recipe: stock -->")
-	kubeadmOnly, _, _ := strings.Cut(recipe, "cluster.local:53 {")
-	fPort, fReady := harness.FreePort(t), harness.FreePort(t)
-	front := startCorefile(t, "stock CoreDNS with the recipe", stock, localize(t, recipe, fPort, fReady, map[string]string{
-		"/etc/resolv.conf": upstream.addr,
-		"10.96.0.53":       standalone.addr,
-	}), fPort, fReady)
-	pPort, pReady := harness.FreePort(t), harness.FreePort(t)
-	plain := startCorefile(t, "stock CoreDNS with kubeadm's Corefile", stock, localize(t, kubeadmOnly, pPort, pReady, map[string]string{"/etc/resolv.conf": upstream.addr}), pPort, pReady)
+	t.Run("kubeadm", func(t *testing.T) {
+		// Stock CoreDNS with the recipe, and with kubeadm's Corefile alone.
+		recipe := corefileOfDoc(t, "../../docs/platforms.md", "<!-- recipe: stock -->")
+		kubeadmOnly, _, _ := strings.Cut(recipe, "cluster.local:53 {")
+		fPort, fReady := harness.FreePort(t), harness.FreePort(t)
+		front := startCorefile(t, "stock CoreDNS with the recipe", stock, localize(t, recipe, fPort, fReady, map[string]string{
+			"/etc/resolv.conf": upstream.addr,
+			"10.96.0.53":       standalone.addr,
+		}), fPort, fReady)
+		pPort, pReady := harness.FreePort(t), harness.FreePort(t)
+		plain := startCorefile(t, "stock CoreDNS with kubeadm's Corefile", stock, localize(t, kubeadmOnly, pPort, pReady, map[string]string{"/etc/resolv.conf": upstream.addr}), pPort, pReady)
+		checkFront(t, front, plain, standalone, standaloneMetrics, upstream, ns, web, "kubeadm")
+	})
+	t.Run("k3s", func(t *testing.T) {
+		// k3s's Corefile (manifests/coredns.yaml of k3s) imports the keys
+		// of the optional ConfigMap coredns-custom ending in .server as
+		// server blocks; the recipe for k3s is that ConfigMap.
+		dir := t.TempDir()
+		custom := filepath.Join(dir, "custom")
+		if err := os.Mkdir(custom, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "NodeHosts"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// k3s's kubernetes stanza has no ttl: neither has the standalone
+		// server's, as docs/platforms.md says.
+		withTTL := shippedStandaloneCorefile(t)
+		k3sStandalone := strings.Replace(withTTL, "        ttl 30\n", "", 1)
+		if k3sStandalone == withTTL {
+			t.Fatal("manifests/standalone's Corefile has no ttl 30 line to remove, as docs/platforms.md tells k3s users to")
+		}
+		standalone, standaloneMetrics := startStandalone(t, k3sStandalone)
+		fPort, fReady := harness.FreePort(t), harness.FreePort(t)
+		server := k3sCustomServer(t)
+		if err := os.WriteFile(filepath.Join(custom, "multicluster.server"), []byte(localize(t, server, fPort, fReady, map[string]string{"10.96.0.53": standalone.addr})), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		k3s := strings.NewReplacer("/etc/coredns/", dir+"/").Replace(k3sCorefile)
+		front := startCorefile(t, "k3s's CoreDNS with coredns-custom", stock, localize(t, k3s, fPort, fReady, map[string]string{"/etc/resolv.conf": upstream.addr}), fPort, fReady)
+		pPort, pReady := harness.FreePort(t), harness.FreePort(t)
+		plainDir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(plainDir, "NodeHosts"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		plainK3s := strings.NewReplacer("/etc/coredns/", plainDir+"/").Replace(k3sCorefile)
+		plain := startCorefile(t, "k3s's CoreDNS alone", stock, localize(t, plainK3s, pPort, pReady, map[string]string{"/etc/resolv.conf": upstream.addr}), pPort, pReady)
+		checkFront(t, front, plain, standalone, standaloneMetrics, upstream, ns, web, "k3s")
+	})
+}
 
+// k3sCorefile is the Corefile of k3s's manifests/coredns.yaml (the k3s
+// repository, with %{CLUSTER_DOMAIN}% set to cluster.local), which imports
+// /etc/coredns/custom/*.override into its server block and
+// /etc/coredns/custom/*.server at the top level.
+const k3sCorefile = `.:53 {
+    errors
+    health
+    ready
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+      pods insecure
+      fallthrough in-addr.arpa ip6.arpa
+    }
+    hosts /etc/coredns/NodeHosts {
+      ttl 60
+      reload 15s
+      fallthrough
+    }
+    prometheus :9153
+    forward . /etc/resolv.conf
+    cache 30
+    loop
+    reload
+    loadbalance
+    import /etc/coredns/custom/*.override
+}
+import /etc/coredns/custom/*.server
+`
+
+// k3sCustomServer returns the multicluster.server key of the coredns-custom
+// ConfigMap docs/platforms.md gives for k3s.
+func k3sCustomServer(t *testing.T) string {
+	t.Helper()
+	doc := corefileOfDoc(t, "../../docs/platforms.md", "<!-- recipe: k3s -->")
+	var cm struct {
+		Data map[string]string `json:"data"`
+	}
+	if err := yaml.Unmarshal([]byte(doc), &cm); err != nil {
+		t.Fatal(err)
+	}
+	server := cm.Data["multicluster.server"]
+	if server == "" {
+		t.Fatalf("docs/platforms.md: the k3s ConfigMap has no multicluster.server:\n%s", doc)
+	}
+	return server
+}
+
+// checkFront asks front (stock CoreDNS with a recipe, forwarding to the
+// standalone server) and plain (the same without the recipe).
+func checkFront(t *testing.T, front, plain, standalone *server, standaloneMetrics resilientServer, upstream *recordingResolver, ns string, web *corev1.Service, recipe string) {
+	t.Helper()
+	before0 := len(upstream.asked())
 	// Local names: byte for byte what stock CoreDNS answers without the recipe.
 	ptrOf := func(ip string) string { rev, _ := dns.ReverseAddr(ip); return rev }
 	local := []question{
@@ -208,9 +302,9 @@ func TestStandaloneBehindStockCoreDNS(t *testing.T) {
 
 	// A pod's search-path miss (ndots:5 tries example.org.NS.svc.cluster.local
 	// first): the second time the front's cache answers it.
-	miss := "example.org." + ns + ".svc.cluster.local."
+	miss := "example-" + recipe + ".org." + ns + ".svc.cluster.local."
 	requests := func() float64 {
-		return standaloneMetrics.metric(t, "coredns_dns_requests_total", `family="1",proto="udp",server="dns://:`+fmt.Sprint(sPort)+`",type="A",view="",zone="."`)
+		return standaloneMetrics.metric(t, "coredns_dns_requests_total", `family="1",proto="udp",server="dns://:`+strings.TrimPrefix(standalone.addr, "127.0.0.1:")+`",type="A",view="",zone="."`)
 	}
 	before := requests()
 	if r := front.query(t, "udp", miss, dns.TypeA); r.Rcode != dns.RcodeNameError {
@@ -226,7 +320,7 @@ func TestStandaloneBehindStockCoreDNS(t *testing.T) {
 	}
 
 	// Nothing of the cluster reached the upstream; the loop plugin is quiet.
-	for _, name := range upstream.asked() {
+	for _, name := range upstream.asked()[before0:] {
 		if strings.HasSuffix(name, "cluster.local.") || strings.HasSuffix(name, "clusterset.local.") || strings.HasSuffix(name, "10.in-addr.arpa.") {
 			t.Errorf("the upstream resolver was asked %s", name)
 		}
@@ -242,6 +336,16 @@ func TestStandaloneBehindStockCoreDNS(t *testing.T) {
 			t.Errorf("the standalone server logged %s", l)
 		}
 	}
+}
+
+// startStandalone runs coredns-mcs with a standalone Corefile on loopback,
+// its metrics on a port of their own.
+func startStandalone(t *testing.T, corefile string) (*server, resilientServer) {
+	t.Helper()
+	port, ready, metricsPort := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
+	corefile = regexp.MustCompile(`prometheus 127\.0\.0\.1:\d+`).ReplaceAllString(localize(t, corefile, port, ready, nil), fmt.Sprintf("prometheus 127.0.0.1:%d", metricsPort))
+	s := startCorefile(t, "coredns-mcs standalone", binary, corefile, port, ready)
+	return s, resilientServer{server: s, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
 }
 
 // shippedStandaloneCorefile returns the Corefile of manifests/standalone.
