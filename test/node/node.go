@@ -319,9 +319,10 @@ func (n *Node) startDaemon(name, path string, args ...string) (*process.Process,
 }
 
 // startMountNamespace starts the process that holds the node's mount
-// namespace: /run and /var/log there are empty file systems of the node's
-// own, for what containerd, its shims and kubelet write at fixed places
-// (/run/containerd, /var/log/containers).
+// namespace: /run, /var/log and /var/lib/kubelet/device-plugins there are
+// empty file systems of the node's own, for what containerd, its shims and
+// kubelet write at fixed places (/run/containerd, /var/log/containers,
+// kubelet's device plugin socket).
 func (n *Node) startMountNamespace(ctx context.Context) error {
 	ready := filepath.Join(n.Layout.dir, "mountns.ready")
 	script := strings.Join([]string{
@@ -330,6 +331,12 @@ func (n *Node) startMountNamespace(ctx context.Context) error {
 		// until /run is replaced.
 		"mount -n -t tmpfs -o mode=0755 coredns-mcs-node /run",
 		"mount -n -t tmpfs -o mode=0755 coredns-mcs-node /var/log",
+		// kubelet serves its device plugin registry at a fixed path,
+		// whatever its root directory: nodes that start at once would
+		// race to bind the same socket. (kubelet itself makes the
+		// directory on the machine when it is missing.)
+		"mkdir -p /var/lib/kubelet/device-plugins",
+		"mount -n -t tmpfs -o mode=0755 coredns-mcs-node /var/lib/kubelet/device-plugins",
 		"touch " + ready,
 		"exec sleep infinity",
 	}, "\n")
