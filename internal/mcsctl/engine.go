@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
@@ -170,14 +169,14 @@ func (e *Engine) Explain(r *dns.Msg) Result {
 	if ex.Handled {
 		res.AnsweredBy = "multicluster"
 	} else if e.k != nil {
-		rec := &recorder{}
+		rec := &multicluster.Recorder{}
 		_, err := e.k.ServeDNS(context.Background(), rec, r)
 		switch {
 		case errors.Is(err, errPassedOn):
 			res.Steps = append(res.Steps, "the kubernetes plugin passes it on (fallthrough): neither plugin answers; the next plugin of the block (forward...) does")
-		case rec.msg != nil:
+		case rec.Msg != nil:
 			res.AnsweredBy = "kubernetes"
-			msg = rec.msg
+			msg = rec.Msg
 			res.Steps = append(res.Steps, "the kubernetes plugin answers")
 		default:
 			res.Steps = append(res.Steps, fmt.Sprintf("the kubernetes plugin wrote nothing (%v)", err))
@@ -202,27 +201,6 @@ func (e *Engine) Explain(r *dns.Msg) Result {
 	}
 	return res
 }
-
-// recorder keeps the message a plugin writes.
-type recorder struct{ msg *dns.Msg }
-
-func (r *recorder) LocalAddr() net.Addr { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53} }
-func (r *recorder) RemoteAddr() net.Addr {
-	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
-}
-func (r *recorder) WriteMsg(m *dns.Msg) error { r.msg = m; return nil }
-func (r *recorder) Write(b []byte) (int, error) {
-	m := new(dns.Msg)
-	if err := m.Unpack(b); err != nil {
-		return 0, err
-	}
-	r.msg = m
-	return len(b), nil
-}
-func (r *recorder) Close() error        { return nil }
-func (r *recorder) TsigStatus() error   { return nil }
-func (r *recorder) TsigTimersOnly(bool) {}
-func (r *recorder) Hijack()             {}
 
 // Imports returns the imports the multicluster plugin serves.
 func (e *Engine) Imports() []multicluster.Import { return e.mc.Imports() }

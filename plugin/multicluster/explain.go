@@ -30,10 +30,10 @@ type Explanation struct {
 func (m *Multicluster) Explain(r *dns.Msg) Explanation {
 	var e Explanation
 	e.Steps = m.describe(r)
-	rec := &recorder{}
+	rec := &Recorder{}
 	handled, _, _ := m.serve(context.Background(), rec, r)
-	e.Handled = handled && rec.msg != nil
-	e.Answer = rec.msg
+	e.Handled = handled && rec.Msg != nil
+	e.Answer = rec.Msg
 	return e
 }
 
@@ -219,24 +219,24 @@ func (m *Multicluster) describePointer(name string, qtype uint16, say func(strin
 	}
 }
 
-// recorder is the ResponseWriter Explain hands the plugin: it keeps the
-// message written.
-type recorder struct{ msg *dns.Msg }
+// Recorder is a ResponseWriter that keeps the message written, for a tool
+// that runs plugins outside a server (Explain, kubectl mcs).
+type Recorder struct{ Msg *dns.Msg }
 
-func (r *recorder) LocalAddr() net.Addr { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53} }
-func (r *recorder) RemoteAddr() net.Addr {
+func (r *Recorder) LocalAddr() net.Addr { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53} }
+func (r *Recorder) RemoteAddr() net.Addr {
 	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
 }
-func (r *recorder) WriteMsg(m *dns.Msg) error { r.msg = m; return nil }
-func (r *recorder) Write(b []byte) (int, error) {
+func (r *Recorder) WriteMsg(m *dns.Msg) error { r.Msg = m; return nil }
+func (r *Recorder) Write(b []byte) (int, error) {
 	m := new(dns.Msg)
 	if err := m.Unpack(b); err != nil {
 		return 0, err
 	}
-	r.msg = m
+	r.Msg = m
 	return len(b), nil
 }
-func (r *recorder) Close() error        { return nil }
-func (r *recorder) TsigStatus() error   { return nil }
-func (r *recorder) TsigTimersOnly(bool) {}
-func (r *recorder) Hijack()             {}
+func (r *Recorder) Close() error        { return nil }
+func (r *Recorder) TsigStatus() error   { return nil }
+func (r *Recorder) TsigTimersOnly(bool) {}
+func (r *Recorder) Hijack()             {}

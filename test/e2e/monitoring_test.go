@@ -39,13 +39,7 @@ type prometheusServer struct {
 // of its cause rather than minutes. The expressions are the shipped ones.
 func startPrometheus(t *testing.T, target string) *prometheusServer {
 	t.Helper()
-	dir, err := testbin.Dir("prometheus", "prometheus")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the Prometheus server is required in CI: %v", err)
-		}
-		t.Skipf("the Prometheus server (make testbin): %v", err)
-	}
+	prometheus := testbin.Binary(t, "prometheus", "prometheus")
 	rules, err := os.ReadFile("../../manifests/monitoring/coredns-mcs.rules.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +67,7 @@ scrape_configs:
 	port := harness.FreePort(t)
 	p := &prometheusServer{url: fmt.Sprintf("http://127.0.0.1:%d", port)}
 	var exited <-chan struct{}
-	p.log, exited = harness.StartProcess(t, "prometheus", filepath.Join(dir, "prometheus"),
+	p.log, exited = harness.StartProcess(t, "prometheus", prometheus,
 		"--config.file="+filepath.Join(work, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(work, "data"),
 		"--web.listen-address="+fmt.Sprintf("127.0.0.1:%d", port),

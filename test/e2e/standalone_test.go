@@ -76,21 +76,9 @@ func (r *recordingResolver) asked() []string {
 // corefileOfDoc returns the code block that follows marker in a doc.
 func corefileOfDoc(t *testing.T, doc, marker string) string {
 	t.Helper()
-	data, err := os.ReadFile(doc)
+	block, err := harness.DocBlock(doc, marker)
 	if err != nil {
 		t.Fatal(err)
-	}
-	_, after, ok := strings.Cut(string(data), marker)
-	if ok {
-		// The opening fence, with its language if any, ends a line.
-		_, after, ok = strings.Cut(after, "```")
-		if ok {
-			_, after, ok = strings.Cut(after, "\n")
-		}
-	}
-	block, _, ok2 := strings.Cut(after, "```\n")
-	if !ok || !ok2 {
-		t.Fatalf("%s: no code block after %q", doc, marker)
 	}
 	return block
 }

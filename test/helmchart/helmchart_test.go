@@ -35,14 +35,7 @@ const chart = "../../charts/coredns-mcs"
 
 func helmBinary(t *testing.T) string {
 	t.Helper()
-	dir, err := testbin.Dir("helm", "helm")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("helm is required in CI: %v", err)
-		}
-		t.Skipf("helm (make testbin): %v", err)
-	}
-	return filepath.Join(dir, "helm")
+	return testbin.Binary(t, "helm", "helm")
 }
 
 // helm runs the helm command with a HOME of the test's own, so that no

@@ -30,14 +30,7 @@ const (
 
 func promtool(t *testing.T) string {
 	t.Helper()
-	dir, err := testbin.Dir("prometheus", "promtool")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("promtool is required in CI: %v", err)
-		}
-		t.Skipf("promtool (make testbin): %v", err)
-	}
-	return filepath.Join(dir, "promtool")
+	return testbin.Binary(t, "prometheus", "promtool")
 }
 
 func run(t *testing.T, bin string, args ...string) string {

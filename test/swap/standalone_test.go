@@ -15,6 +15,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
 
@@ -70,17 +71,9 @@ func (r *upstreamRecorder) asked() []string {
 // doc's example has 10.42.0.0/16, as the doc tells users to write theirs.
 func (s *scenario) recipe() string {
 	s.t.Helper()
-	data, err := os.ReadFile(filepath.Join(s.root, "docs", "platforms.md"))
+	block, err := harness.DocBlock(filepath.Join(s.root, "docs", "platforms.md"), "<!-- recipe: stock -->")
 	if err != nil {
 		s.t.Fatal(err)
-	}
-	_, after, ok := strings.Cut(string(data), "<!-- recipe: stock -->")
-	if ok {
-		_, after, ok = strings.Cut(after, "```\n")
-	}
-	block, _, ok2 := strings.Cut(after, "```\n")
-	if !ok || !ok2 {
-		s.t.Fatal("docs/platforms.md: no stock recipe")
 	}
 	return strings.ReplaceAll(block, "42.10.in-addr.arpa:53", "100.10.in-addr.arpa:53")
 }
@@ -132,13 +125,10 @@ func (s *scenario) standalone(manifests, corefile, webIP string) {
 
 	// The same with the Helm chart.
 	s.kubectl("delete", "--cascade=foreground", "-k", filepath.Join(manifests, "standalone"))
-	helmDir, err := testbin.Dir("helm", "helm")
-	if err != nil {
-		t.Fatalf("helm: %v", err)
-	}
+	helmBinary := testbin.Binary(t, "helm", "helm")
 	helm := func(args ...string) string {
 		// In the node's network namespace, where kube-apiserver listens.
-		cmd := exec.CommandContext(s.ctx, filepath.Join(helmDir, "helm"), append(args, "--kubeconfig", s.n.ControlPlane.Kubeconfig)...)
+		cmd := exec.CommandContext(s.ctx, helmBinary, append(args, "--kubeconfig", s.n.ControlPlane.Kubeconfig)...)
 		cmd.Env = append(os.Environ(), "HOME="+s.work)
 		var out strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &out

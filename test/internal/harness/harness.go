@@ -8,6 +8,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -70,4 +72,27 @@ func Exchange(ctx context.Context, conn net.Conn, m *dns.Msg) (*dns.Msg, error) 
 		return nil, err
 	}
 	return r, distinct(m, r)
+}
+
+// DocBlock returns the first fenced code block after marker (such as an
+// HTML comment naming a recipe) in the Markdown file doc, so that a test
+// runs what the documentation shows.
+func DocBlock(doc, marker string) (string, error) {
+	data, err := os.ReadFile(doc)
+	if err != nil {
+		return "", err
+	}
+	_, after, ok := strings.Cut(string(data), marker)
+	if ok {
+		// The opening fence, with its language if any, ends a line.
+		_, after, ok = strings.Cut(after, "```")
+		if ok {
+			_, after, ok = strings.Cut(after, "\n")
+		}
+	}
+	block, _, closed := strings.Cut(after, "```\n")
+	if !ok || !closed {
+		return "", fmt.Errorf("%s: no code block after %q", doc, marker)
+	}
+	return block, nil
 }

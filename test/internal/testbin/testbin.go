@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // Script is the build script, relative to the repository root.
@@ -134,4 +135,19 @@ func isRepoRoot(dir string) bool {
 	}
 	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
 	return err == nil && bytes.Contains(gomod, []byte("module github.com/coredns-mcs/coredns-mcs\n"))
+}
+
+// Binary returns the path of the binary name of set for a test: without the
+// set the test is skipped, and under CI=true, where every set is built, it
+// fails.
+func Binary(t testing.TB, set, name string) string {
+	t.Helper()
+	dir, err := Dir(set, name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s (the %s test binaries) is required in CI: %v", name, set, err)
+		}
+		t.Skipf("%s (the %s test binaries, make testbin): %v", name, set, err)
+	}
+	return filepath.Join(dir, name)
 }
