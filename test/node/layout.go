@@ -37,8 +37,10 @@ type Layout struct {
 
 	// dir holds everything of the cluster on disk; cgroup is the cgroup
 	// (in every hierarchy) kubelet puts pods under; lock is the file the
-	// running cluster holds locked.
-	dir, cgroup, lock string
+	// running cluster holds locked; watch is locked by a test that watches
+	// what a killed node of the cluster left, so that other nodes' start-up
+	// sweeps (sweepIdle) leave it alone meanwhile.
+	dir, cgroup, lock, watch string
 }
 
 // LayoutOf returns cluster i's layout.
@@ -60,6 +62,7 @@ func LayoutOf(i int) (Layout, error) {
 		dir:         filepath.Join(os.TempDir(), "coredns-mcs-node"+suffix),
 		cgroup:      "coredns-mcs-node" + suffix,
 		lock:        filepath.Join(os.TempDir(), "coredns-mcs-node"+suffix+".lock"),
+		watch:       filepath.Join(os.TempDir(), "coredns-mcs-node"+suffix+".watch"),
 	}, nil
 }
 

@@ -28,6 +28,12 @@ import (
 // be killed (see TestStartAfterKilledRun) instead of running tests.
 const killedChildEnv = "COREDNS_MCS_NODE_KILLED_CHILD"
 
+// killedRunIndex is the cluster index of TestStartAfterKilledRun, which no
+// other test uses: its killed node's leftovers are what the test looks at,
+// and it holds the index's watch lock meanwhile, so that no other node's
+// start-up sweeps them first.
+const killedRunIndex = MaxClusters - 1
+
 func TestMain(m *testing.M) {
 	if os.Getenv(killedChildEnv) != "" {
 		os.Exit(runKilledChild())
@@ -40,7 +46,7 @@ func TestMain(m *testing.M) {
 func runKilledChild() int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	n, err := Start(ctx, Options{})
+	n, err := Start(ctx, Options{Index: killedRunIndex})
 	if err != nil {
 		fmt.Println("start:", err)
 		return 1
@@ -206,7 +212,13 @@ func TestNodeRunsPods(t *testing.T) {
 // and its Stop leaves the machine as it was.
 func TestStartAfterKilledRun(t *testing.T) {
 	Require(t)
-	before := readMachineState(t)
+	layout := mustLayout(killedRunIndex)
+	watch, err := flock.Acquire(t.Context(), layout.watch, "watch of cluster "+fmt.Sprint(killedRunIndex))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close()
+	before := readLayoutState(t, layout)
 	child := exec.Command(os.Args[0])
 	child.Env = append(os.Environ(), killedChildEnv+"=1")
 	child.Stderr = os.Stderr
@@ -239,13 +251,13 @@ func TestStartAfterKilledRun(t *testing.T) {
 	// What the killed run left: the pod's processes and shims survive
 	// their test binary.
 	time.Sleep(time.Second)
-	left := readMachineState(t)
+	left := readLayoutStateNow(t, layout)
 	t.Logf("left by the killed run: processes %v, cgroups %d, sysctls %v", left.processes, len(left.cgroups), left.sysctls)
 	if len(left.processes) == 0 || len(left.cgroups) == 0 || !left.dir {
 		t.Errorf("the killed run left no processes, cgroups or directory: the test shows nothing")
 	}
 
-	n := ForTest(t, Options{})
+	n := ForTest(t, Options{Index: killedRunIndex})
 	for _, pid := range left.processes {
 		if err := unix.Kill(pid, 0); err == nil {
 			t.Errorf("process %d of the killed run still runs", pid)
@@ -254,7 +266,7 @@ func TestStartAfterKilledRun(t *testing.T) {
 	if err := n.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	checkMachineRestored(t, before)
+	checkLayoutRestored(t, layout, before)
 }
 
 // checkMultiPlatformImport imports a multi-platform archive of

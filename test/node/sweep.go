@@ -43,7 +43,8 @@ func sweep(l Layout) error {
 
 // sweepIdle sweeps what killed runs left of the clusters whose lock nobody
 // holds, so that a killed multi-cluster run is cleaned up by the next node,
-// whatever its index. A cluster that runs holds its lock and is left alone.
+// whatever its index. A cluster that runs holds its lock and is left alone,
+// and so is one whose watch lock a test holds (TestStartAfterKilledRun).
 func sweepIdle() error {
 	var errs []error
 	for i := range MaxClusters {
@@ -53,19 +54,41 @@ func sweepIdle() error {
 				continue // nothing left of it
 			}
 		}
-		f, err := os.OpenFile(l.lock, os.O_CREATE|os.O_RDWR, 0o600)
+		watch, err := tryLock(l.watch)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-			f.Close()
-			continue // it runs
+		if watch == nil {
+			continue // a test watches what a killed node of it left
 		}
-		errs = append(errs, sweep(l))
-		f.Close()
+		f, err := tryLock(l.lock)
+		if err == nil && f != nil {
+			errs = append(errs, sweep(l))
+			f.Close()
+		} else if err != nil {
+			errs = append(errs, err)
+		} // else it runs
+		watch.Close()
 	}
 	return errors.Join(errs...)
+}
+
+// tryLock takes the exclusive lock on the file at path if nobody holds it:
+// it returns the locked file, or nil when the lock is held.
+func tryLock(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return f, nil
 }
 
 // footprint names the node's processes (and so its containers' and shims')
