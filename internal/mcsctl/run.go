@@ -28,6 +28,9 @@ const usage = `kubectl mcs: explain and check multicluster DNS (coredns-mcs)
 Usage:
   kubectl mcs explain NAME [TYPE]   the decision and records for NAME (A, AAAA, SRV; an IP address: PTR)
   kubectl mcs check                 the cluster's setup, one line per check; exit 1 when something is wrong
+  kubectl mcs front [--apply] [--remove]
+                                    the cluster DNS's configuration that forwards to coredns-mcs standalone,
+                                    for its platform, with the standalone Service's current address
   kubectl mcs version
 
 Flags (every command):
@@ -91,9 +94,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	cmd, rest := args[0], args[1:]
 	var o options
+	var f frontOptions
 	fs := flag.NewFlagSet("kubectl mcs "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o.flags(fs)
+	if cmd == "front" {
+		f.flags(fs)
+	}
 	// Flags may come before or after the arguments, as kubectl's do.
 	var positional []string
 	for {
@@ -129,6 +136,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			break
 		}
 		code, err = check(ctx, &o, stdout)
+	case "front":
+		if len(positional) > 0 {
+			err = fmt.Errorf("%w: front takes no arguments", errUsage)
+			break
+		}
+		code, err = frontCmd(ctx, &o, &f, stdout)
 	case "version":
 		fmt.Fprintf(stdout, "kubectl-mcs %s\n", Version)
 	default:
@@ -152,5 +165,7 @@ func printUsage(w io.Writer) {
 	fs.SetOutput(w)
 	var o options
 	o.flags(fs)
+	var f frontOptions
+	f.flags(fs)
 	fs.PrintDefaults()
 }

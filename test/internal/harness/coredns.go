@@ -70,6 +70,14 @@ func distinct(m, r *dns.Msg) error {
 // is closed when it ends.
 func StartProcess(t testing.TB, name, bin string, args ...string) (out *Output, exited <-chan struct{}) {
 	t.Helper()
+	out, exited, _ = StartProcessPID(t, name, bin, args...)
+	return out, exited
+}
+
+// StartProcessPID is StartProcess that also returns the process, for a
+// test that stops (SIGSTOP) or kills it itself.
+func StartProcessPID(t testing.TB, name, bin string, args ...string) (out *Output, exited <-chan struct{}, process *os.Process) {
+	t.Helper()
 	out = &Output{}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -85,7 +93,7 @@ func StartProcess(t testing.TB, name, bin string, args ...string) (out *Output, 
 			t.Logf("%s log:\n%s", name, out.String())
 		}
 	})
-	return out, done
+	return out, done, cmd.Process
 }
 
 // StartCoreDNS runs binary with the Corefile at path, whose server listens
@@ -94,7 +102,14 @@ func StartProcess(t testing.TB, name, bin string, args ...string) (out *Output, 
 // used in messages.
 func StartCoreDNS(t testing.TB, name, binary, path, addr string, ready func() bool) *Output {
 	t.Helper()
-	log, exited := StartProcess(t, name, binary, "-conf", path)
+	log, _ := StartCoreDNSPID(t, name, binary, path, addr, ready)
+	return log
+}
+
+// StartCoreDNSPID is StartCoreDNS that also returns the process.
+func StartCoreDNSPID(t testing.TB, name, binary, path, addr string, ready func() bool) (*Output, *os.Process) {
+	t.Helper()
+	log, exited, process := StartProcessPID(t, name, binary, "-conf", path)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		select {
@@ -106,7 +121,7 @@ func StartCoreDNS(t testing.TB, name, binary, path, addr string, ready func() bo
 			t.Fatalf("%s not ready after 30s:\n%s", name, log.String())
 		}
 		if Serving(addr) && (ready == nil || ready()) {
-			return log
+			return log, process
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -1,0 +1,196 @@
+package front
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// Platform names a cluster DNS setup, by how its configuration is changed.
+type Platform string
+
+const (
+	// Kubeadm and any CoreDNS whose ConfigMap kube-system/coredns may be
+	// edited: the Corefile, with the blocks merged in.
+	Kubeadm Platform = "kubeadm"
+	// K3s and AKS import the keys of the ConfigMap kube-system/coredns-custom
+	// ending in .server as server blocks of their own (k3s:
+	// manifests/coredns.yaml of the k3s repository; AKS: "Customize CoreDNS
+	// with Azure Kubernetes Service").
+	K3s Platform = "k3s"
+	AKS Platform = "aks"
+	// EKS takes a whole Corefile as the CoreDNS add-on's configuration
+	// value "corefile": the cluster's own, with the blocks merged in.
+	EKS Platform = "eks"
+	// CoreDNSChart is a CoreDNS installed by the coredns Helm chart: its
+	// servers[] value, the chart's default server and the added ones.
+	CoreDNSChart Platform = "coredns-chart"
+	// RKE2 configures its rke2-coredns chart (the coredns chart with
+	// rke2's patches) with a HelmChartConfig.
+	RKE2 Platform = "rke2"
+	// KubeDNS takes stub domains only: clusterset.local and the reverse
+	// zones, no cluster.local fallback.
+	KubeDNS Platform = "kube-dns"
+)
+
+// Platforms lists every platform Render knows, in the order of the docs.
+var Platforms = []Platform{Kubeadm, K3s, AKS, EKS, CoreDNSChart, RKE2, KubeDNS}
+
+// CustomKey is the key of coredns-custom that holds the blocks.
+const CustomKey = "multicluster.server"
+
+// KubernetesOptions returns the options of a platform's own kubernetes
+// stanza, when the cluster's Corefile is not at hand to read them from.
+//   - kubeadm: cmd/kubeadm/app/phases/addons/dns/manifests.go (Kubernetes
+//     v1.37.1): pods insecure, ttl 30;
+//   - the coredns chart: charts/coredns/values.yaml (github.com/coredns/helm):
+//     pods insecure, ttl 30 (rke2-coredns keeps them);
+//   - k3s: manifests/coredns.yaml: pods insecure, no ttl.
+//
+// For EKS and AKS read them from the cluster's Corefile.
+func KubernetesOptions(p Platform) []string {
+	switch p {
+	case K3s:
+		return []string{"pods insecure"}
+	default:
+		return []string{"pods insecure", "ttl 30"}
+	}
+}
+
+// ChartDefaultServer is the default servers[] entry of the coredns Helm
+// chart (charts/coredns/values.yaml of github.com/coredns/helm): a list in
+// the values replaces it, so the chart's own server must be repeated.
+var ChartDefaultServer = Server{
+	Zones: []Zone{{"."}},
+	Port:  53,
+	Plugins: []Plugin{
+		{Name: "errors"},
+		{Name: "health", ConfigBlock: "lameduck 5s"},
+		{Name: "ready"},
+		{Name: "kubernetes", Parameters: "cluster.local in-addr.arpa ip6.arpa", ConfigBlock: "pods insecure\nfallthrough in-addr.arpa ip6.arpa\nttl 30"},
+		{Name: "prometheus", Parameters: "0.0.0.0:9153"},
+		{Name: "forward", Parameters: ". /etc/resolv.conf"},
+		{Name: "cache", Parameters: "30"},
+		{Name: "loop"},
+		{Name: "reload"},
+		{Name: "loadbalance"},
+	},
+}
+
+// Render returns the configuration of platform p as the object (YAML) or
+// value (JSON, EKS) to apply. corefile is the cluster's current Corefile,
+// needed where the form is a whole Corefile (kubeadm, EKS).
+func Render(p Platform, o Options, corefile string) (string, error) {
+	if p == KubeDNS {
+		cm, err := StubDomains(o, nil)
+		if err != nil {
+			return "", err
+		}
+		return toYAML(cm)
+	}
+	if p == CoreDNSChart || p == RKE2 {
+		if o.MetricsAddress == "" {
+			o.MetricsAddress = "0.0.0.0:9153"
+		}
+	}
+	if o.KubernetesOptions == nil {
+		o.KubernetesOptions = KubernetesOptions(p)
+	}
+	servers, err := o.Servers()
+	if err != nil {
+		return "", err
+	}
+	switch p {
+	case Kubeadm:
+		if strings.TrimSpace(corefile) == "" {
+			return "", fmt.Errorf("%s: the cluster's Corefile is needed to merge the blocks into", p)
+		}
+		return toYAML(configMap("coredns", map[string]string{"Corefile": Merge(corefile, Corefile(servers))}))
+	case K3s, AKS:
+		return toYAML(configMap("coredns-custom", map[string]string{CustomKey: Corefile(servers)}))
+	case EKS:
+		if strings.TrimSpace(corefile) == "" {
+			return "", fmt.Errorf("%s: the cluster's Corefile is needed: the add-on's corefile value replaces the whole Corefile", p)
+		}
+		out, err := json.MarshalIndent(map[string]string{"corefile": Merge(corefile, Corefile(servers))}, "", "  ")
+		return string(out) + "\n", err
+	case CoreDNSChart:
+		return toYAML(map[string]any{"servers": append([]Server{ChartDefaultServer}, servers...)})
+	case RKE2:
+		values, err := yaml.Marshal(map[string]any{"servers": append([]Server{ChartDefaultServer}, servers...)})
+		if err != nil {
+			return "", err
+		}
+		return toYAML(map[string]any{
+			"apiVersion": "helm.cattle.io/v1",
+			"kind":       "HelmChartConfig",
+			"metadata":   map[string]string{"name": "rke2-coredns", "namespace": "kube-system"},
+			"spec":       map[string]string{"valuesContent": string(values)},
+		})
+	}
+	return "", fmt.Errorf("unknown platform %q: want one of %s", p, strings.Join(platformNames(), ", "))
+}
+
+// StubDomains returns the kube-dns ConfigMap with stub domains for the
+// clusterset zone and the reverse zones, added to the ones it has.
+func StubDomains(o Options, existing map[string][]string) (*corev1.ConfigMap, error) {
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	reverse, err := o.ReverseZones()
+	if err != nil {
+		return nil, err
+	}
+	stubs := map[string][]string{}
+	for k, v := range existing {
+		stubs[k] = v
+	}
+	for _, z := range append([]string{o.ClustersetZone}, reverse...) {
+		stubs[z] = []string{o.Standalone}
+	}
+	data, err := json.Marshal(stubs)
+	if err != nil {
+		return nil, err
+	}
+	cm := configMap("kube-dns", map[string]string{"stubDomains": string(data)})
+	return cm, nil
+}
+
+func configMap(name string, data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		TypeMeta:   meta.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: meta.ObjectMeta{Name: name, Namespace: "kube-system"},
+		Data:       data,
+	}
+}
+
+func toYAML(v any) (string, error) {
+	out, err := yaml.Marshal(v)
+	if err != nil {
+		return "", err
+	}
+	// creationTimestamp: null is noise in a printed object.
+	return strings.Replace(string(out), "  creationTimestamp: null\n", "", 1), nil
+}
+
+func platformNames() []string {
+	var names []string
+	for _, p := range Platforms {
+		names = append(names, string(p))
+	}
+	return names
+}
+
+// ParsePlatform returns the platform named s.
+func ParsePlatform(s string) (Platform, error) {
+	if slices.Contains(Platforms, Platform(s)) {
+		return Platform(s), nil
+	}
+	return "", fmt.Errorf("unknown platform %q: want one of %s", s, strings.Join(platformNames(), ", "))
+}

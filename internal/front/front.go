@@ -1,0 +1,327 @@
+// Package front writes what a cluster's own DNS server (the front) needs in
+// its configuration to send coredns-mcs standalone the names only it can
+// answer, in the form each platform takes (Forms), without ever answering
+// worse than the front alone would when coredns-mcs is down, hung or rolling:
+//
+//   - clusterset.local, and the reverse zones of the ClusterSetIP ranges, go
+//     to the standalone server;
+//   - in cluster.local, only names of the shape of a service name and the
+//     names below one (two labels or more before "svc.cluster.local") reach
+//     a server block of their own (a view), whose kubernetes plugin answers
+//     local names as the front's own does and falls through for the rest,
+//     which go to the standalone server. Every other cluster.local name
+//     (pods, search-path expansions such as example.com.cluster.local) stays
+//     in the front's own block;
+//   - every forward lists a stand-in after the standalone server, with the
+//     sequential policy: a server block of the front's own on loopback that
+//     answers NXDOMAIN, which is what the front alone answers for every name
+//     it forwards (its kubernetes plugin found nothing). When the standalone
+//     server refuses, or does not answer within the read timeout, forward
+//     asks the stand-in in the same query; after two failed health checks
+//     (about two seconds) it skips the standalone server until one succeeds.
+//     Import names answer NXDOMAIN meanwhile, with a 5 s negative TTL:
+//     never a SERVFAIL, which stops musl's search-path walk (Alpine images).
+//
+// Servers builds those server blocks in the coredns Helm chart's form
+// (servers[]: zones, port, plugins of name, parameters, configBlock), from
+// which Corefile renders the text a Corefile, a coredns-custom .server key
+// or an EKS add-on corefile takes.
+package front
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/coredns/coredns/plugin"
+	"github.com/miekg/dns"
+)
+
+// Defaults of Options.
+const (
+	DefaultClusterDomain  = "cluster.local"
+	DefaultClustersetZone = "clusterset.local"
+	// DefaultStandInPort is the loopback port of the stand-in server block
+	// inside the front's pods (CoreDNS uses 53, 8080, 8181 and 9153).
+	DefaultStandInPort = 5301
+	// DefaultReadTimeout is how long the front waits for the standalone
+	// server before it asks the stand-in. The standalone server answers
+	// from memory, a network hop away (about a millisecond); while it hangs,
+	// every name the front forwards costs this much until the health
+	// checks mark it down, so it bounds the latency a hang adds.
+	DefaultReadTimeout = 25 * time.Millisecond
+	// StandInTTL is the negative TTL (SOA minimum) of the stand-in's
+	// NXDOMAIN: short, so that an import name is not held unknown for long
+	// once the standalone server is back.
+	StandInTTL = 5
+)
+
+// Options describe the cluster at hand.
+type Options struct {
+	// Standalone is the address of the standalone coredns-mcs Service (its
+	// ClusterIP), with an optional :port.
+	Standalone string
+	// ClusterDomain is the cluster's DNS domain (cluster.local).
+	ClusterDomain string
+	// ClustersetZone is the zone of the multicluster plugin
+	// (clusterset.local).
+	ClustersetZone string
+	// ReverseCIDRs are the ClusterSetIP ranges whose PTR the standalone
+	// server answers; each becomes its reverse zones.
+	ReverseCIDRs []string
+	// KubernetesOptions are the options of the front's own kubernetes
+	// stanza (kubeadm: pods insecure, ttl 30), without fallthrough: the
+	// added cluster.local block answers local names with them, exactly as
+	// the front's own block does.
+	KubernetesOptions []string
+	// StandInPort is the stand-in's port on 127.0.0.1.
+	StandInPort int
+	// ReadTimeout is forward's read_timeout for the standalone server.
+	ReadTimeout time.Duration
+	// MetricsAddress is the prometheus plugin's address in the front's
+	// Corefile (":9153"; the coredns chart's default "0.0.0.0:9153").
+	MetricsAddress string
+}
+
+// Plugin is a plugin line of a server block, as the coredns chart's
+// servers[].plugins[] hold it.
+type Plugin struct {
+	Name        string `json:"name"`
+	Parameters  string `json:"parameters,omitempty"`
+	ConfigBlock string `json:"configBlock,omitempty"`
+}
+
+// Zone is a zone of a server block, as the coredns chart's
+// servers[].zones[] hold it.
+type Zone struct {
+	Zone string `json:"zone"`
+}
+
+// Server is a server block, in the coredns chart's servers[] form.
+type Server struct {
+	Zones   []Zone   `json:"zones"`
+	Port    int      `json:"port"`
+	Plugins []Plugin `json:"plugins"`
+}
+
+func (o Options) withDefaults() Options {
+	if o.ClusterDomain == "" {
+		o.ClusterDomain = DefaultClusterDomain
+	}
+	if o.ClustersetZone == "" {
+		o.ClustersetZone = DefaultClustersetZone
+	}
+	if o.StandInPort == 0 {
+		o.StandInPort = DefaultStandInPort
+	}
+	if o.ReadTimeout == 0 {
+		o.ReadTimeout = DefaultReadTimeout
+	}
+	if o.MetricsAddress == "" {
+		o.MetricsAddress = ":9153"
+	}
+	o.ClusterDomain = strings.TrimSuffix(strings.ToLower(o.ClusterDomain), ".")
+	o.ClustersetZone = strings.TrimSuffix(strings.ToLower(o.ClustersetZone), ".")
+	return o
+}
+
+// ReverseZones returns the reverse zones of the ClusterSetIP ranges, each
+// once, in order.
+func (o Options) ReverseZones() ([]string, error) {
+	var zones []string
+	for _, cidr := range o.ReverseCIDRs {
+		if _, _, err := net.ParseCIDR(cidr); err != nil {
+			return nil, fmt.Errorf("ClusterSetIP range %q: %w", cidr, err)
+		}
+		for _, z := range plugin.Host(cidr).NormalizeExact() {
+			z = strings.TrimSuffix(z, ".")
+			if !slices.Contains(zones, z) {
+				zones = append(zones, z)
+			}
+		}
+	}
+	return zones, nil
+}
+
+// validate refuses options that would write a configuration that cannot
+// work.
+func (o Options) validate() error {
+	if o.Standalone == "" {
+		return errors.New("the standalone Service's address is needed (its ClusterIP)")
+	}
+	host, port, err := net.SplitHostPort(o.Standalone)
+	if err != nil {
+		host, port = o.Standalone, ""
+	}
+	if net.ParseIP(host) == nil {
+		return fmt.Errorf("standalone address %q: forward needs an IP address", o.Standalone)
+	}
+	if port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return fmt.Errorf("standalone address %q: bad port", o.Standalone)
+		}
+	}
+	for _, z := range []string{o.ClusterDomain, o.ClustersetZone} {
+		if _, ok := dns.IsDomainName(z); !ok || z == "" {
+			return fmt.Errorf("%q is not a domain name", z)
+		}
+	}
+	if o.ClusterDomain == o.ClustersetZone {
+		return fmt.Errorf("the cluster domain and the clusterset zone are both %s", o.ClusterDomain)
+	}
+	if o.StandInPort < 1 || o.StandInPort > 65535 || o.StandInPort == 53 {
+		return fmt.Errorf("stand-in port %d: want 1 to 65535, not 53", o.StandInPort)
+	}
+	if o.ReadTimeout < time.Millisecond {
+		return fmt.Errorf("read timeout %s: want 1ms or more", o.ReadTimeout)
+	}
+	for _, opt := range o.KubernetesOptions {
+		if f := strings.Fields(opt); len(f) > 0 && (f[0] == "fallthrough" || f[0] == "kubeconfig") {
+			return fmt.Errorf("kubernetes option %q: the added block sets its own fallthrough and uses the front's credentials", opt)
+		}
+	}
+	return nil
+}
+
+// ServiceNamePattern is the view expression's regular expression: a name
+// of domain with two labels or more before "svc.DOMAIN.", the shape of a
+// service name (svc.ns.svc.DOMAIN) and of every name below one (ports,
+// hosts, clusters). Names are compared lowercased (the view plugin's
+// name()).
+func ServiceNamePattern(domain string) string {
+	quoted := strings.ReplaceAll(strings.TrimSuffix(strings.ToLower(domain), "."), ".", "[.]")
+	return `^([^.]+[.])+[^.]+[.]svc[.]` + quoted + `[.]$`
+}
+
+// Servers returns the server blocks the front needs, in order: the view
+// block for cluster.local, the clusterset zone, the reverse zones, and the
+// stand-in.
+func (o Options) Servers() ([]Server, error) {
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	reverse, err := o.ReverseZones()
+	if err != nil {
+		return nil, err
+	}
+	standIn := fmt.Sprintf("127.0.0.1:%d", o.StandInPort)
+	forward := Plugin{
+		Name:       "forward",
+		Parameters: ". " + o.Standalone + " " + standIn,
+		ConfigBlock: strings.Join([]string{
+			"policy sequential",
+			"max_fails 1",
+			"read_timeout " + o.ReadTimeout.String(),
+		}, "\n"),
+	}
+	errorsPlugin := Plugin{Name: "errors"}
+	prometheus := Plugin{Name: "prometheus", Parameters: o.MetricsAddress}
+
+	kubernetes := append(slices.Clone(o.KubernetesOptions), "fallthrough "+o.ClusterDomain)
+	servers := []Server{{
+		Zones: []Zone{{o.ClusterDomain + "."}},
+		Port:  53,
+		Plugins: []Plugin{
+			errorsPlugin,
+			{Name: "view", Parameters: "multicluster", ConfigBlock: "expr name() matches '" + ServiceNamePattern(o.ClusterDomain) + "'"},
+			{Name: "kubernetes", Parameters: o.ClusterDomain, ConfigBlock: strings.Join(kubernetes, "\n")},
+			prometheus,
+			forward,
+			// Local names keep the front's own caching (kubeadm's does not
+			// cache cluster.local); misses are cached, so a pod's search
+			// path costs the hop once per negative TTL.
+			{Name: "cache", Parameters: "30", ConfigBlock: "disable success " + o.ClusterDomain},
+		},
+	}}
+	for _, z := range append([]string{o.ClustersetZone}, reverse...) {
+		servers = append(servers, Server{
+			Zones:   []Zone{{z + "."}},
+			Port:    53,
+			Plugins: []Plugin{errorsPlugin, prometheus, forward, {Name: "cache", Parameters: "30"}},
+		})
+	}
+	standInZones := []Zone{{o.ClusterDomain + "."}, {o.ClustersetZone + "."}}
+	for _, z := range reverse {
+		standInZones = append(standInZones, Zone{z + "."})
+	}
+	servers = append(servers, Server{
+		Zones: standInZones,
+		Port:  o.StandInPort,
+		Plugins: []Plugin{
+			{Name: "bind", Parameters: "127.0.0.1"},
+			prometheus,
+			{Name: "template", Parameters: "ANY ANY", ConfigBlock: strings.Join([]string{
+				"rcode NXDOMAIN",
+				fmt.Sprintf(`authority "{{ .Zone }} %d IN SOA ns.dns.{{ .Zone }} hostmaster.{{ .Zone }} 1 7200 1800 86400 %d"`, StandInTTL, StandInTTL),
+			}, "\n")},
+		},
+	})
+	return servers, nil
+}
+
+// Corefile renders server blocks as Corefile text, as the coredns chart
+// renders its servers[] (charts/coredns/templates/configmap.yaml of the
+// coredns Helm chart): "ZONE... :PORT {", a plugin a line, a config block
+// indented below its plugin.
+func Corefile(servers []Server) string {
+	var b strings.Builder
+	for i, s := range servers {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		for j, z := range s.Zones {
+			if j > 0 {
+				b.WriteString(" ")
+			}
+			zone := z.Zone
+			if zone != "." {
+				zone = strings.TrimSuffix(zone, ".")
+			}
+			fmt.Fprintf(&b, "%s:%d", zone, s.Port)
+		}
+		b.WriteString(" {\n")
+		for _, p := range s.Plugins {
+			b.WriteString("    " + p.Name)
+			if p.Parameters != "" {
+				b.WriteString(" " + p.Parameters)
+			}
+			if p.ConfigBlock != "" {
+				b.WriteString(" {\n")
+				for _, l := range strings.Split(p.ConfigBlock, "\n") {
+					b.WriteString("        " + l + "\n")
+				}
+				b.WriteString("    }")
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("}\n")
+	}
+	return b.String()
+}
+
+// Markers enclose the blocks Merge adds to a Corefile, so that a second
+// Merge replaces them and Remove takes them out.
+const (
+	BeginMarker = "# coredns-mcs: begin (kubectl mcs front); the server blocks to the end marker forward to coredns-mcs standalone"
+	EndMarker   = "# coredns-mcs: end"
+)
+
+// Merge returns corefile with blocks (Corefile text) appended between the
+// markers, in place of any blocks an earlier Merge added.
+func Merge(corefile, blocks string) string {
+	base := strings.TrimRight(Remove(corefile), "\n")
+	return base + "\n" + BeginMarker + "\n" + strings.TrimRight(blocks, "\n") + "\n" + EndMarker + "\n"
+}
+
+var addedSection = regexp.MustCompile(`(?ms)^` + regexp.QuoteMeta(BeginMarker) + `\n.*?^` + regexp.QuoteMeta(EndMarker) + `\n?`)
+
+// Remove returns corefile without the blocks Merge added.
+func Remove(corefile string) string {
+	return addedSection.ReplaceAllString(corefile, "")
+}

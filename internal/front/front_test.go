@@ -1,0 +1,270 @@
+package front
+
+import (
+	"encoding/json"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+)
+
+// KubeadmCorefile is the Corefile kubeadm writes
+// (cmd/kubeadm/app/phases/addons/dns/manifests.go, Kubernetes v1.37.1).
+const kubeadmCorefile = `.:53 {
+    errors
+    health {
+       lameduck 5s
+    }
+    ready
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+       pods insecure
+       fallthrough in-addr.arpa ip6.arpa
+       ttl 30
+    }
+    prometheus :9153
+    forward . /etc/resolv.conf {
+       max_concurrent 1000
+    }
+    cache 30 {
+       disable success cluster.local
+       disable denial cluster.local
+    }
+    loop
+    reload
+    loadbalance
+}
+`
+
+// The addresses the docs use for the standalone Service: one of kubeadm's
+// Service range (10.96.0.0/12), one of k3s's (10.43.0.0/16).
+const (
+	docsKubeadmAddress = "10.96.143.7"
+	docsK3sAddress     = "10.43.143.7"
+)
+
+func docsOptions(standalone string) Options {
+	return Options{Standalone: standalone, ReverseCIDRs: []string{"10.42.0.0/16"}}
+}
+
+func TestServicePattern(t *testing.T) {
+	re := regexp.MustCompile(ServiceNamePattern("cluster.local."))
+	for name, want := range map[string]bool{
+		"web.ns.svc.cluster.local.":                           true,
+		"_http._tcp.web.ns.svc.cluster.local.":                true,
+		"host.east.prod.web.ns.svc.cluster.local.":            true,
+		"example.com.svc.cluster.local.":                      true, // the shape of svc "example" in namespace "com"
+		"ns.svc.cluster.local.":                               false,
+		"svc.cluster.local.":                                  false,
+		"example.com.cluster.local.":                          false,
+		"1-2-3-4.ns.pod.cluster.local.":                       false,
+		"cluster.local.":                                      false,
+		"web.ns.svc.cluster.local.example.com.":               false,
+		"web.ns.svc.clusterxlocal.":                           false,
+		"web.ns.svc.other.local.":                             false,
+		"dns-version.cluster.local.":                          false,
+		"web.ns.svc.cluster.local.ns.svc.cluster.local.":      true,
+		"kubernetes.default.svc.cluster.local.":               true,
+		"kubernetes.default.svc.cluster.local.cluster.local.": false,
+	} {
+		if got := re.MatchString(name); got != want {
+			t.Errorf("%s: matched %v, want %v", name, got, want)
+		}
+	}
+}
+
+func TestServers(t *testing.T) {
+	o := docsOptions("10.96.143.7")
+	o.KubernetesOptions = KubernetesOptions(Kubeadm)
+	servers, err := o.Servers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zones []string
+	for _, s := range servers {
+		var z []string
+		for _, zone := range s.Zones {
+			z = append(z, zone.Zone)
+		}
+		zones = append(zones, strings.Join(z, " ")+":"+itoa(s.Port))
+	}
+	want := []string{"cluster.local.:53", "clusterset.local.:53", "42.10.in-addr.arpa.:53", "cluster.local. clusterset.local. 42.10.in-addr.arpa.:5301"}
+	if strings.Join(zones, ",") != strings.Join(want, ",") {
+		t.Errorf("server blocks %v, want %v", zones, want)
+	}
+	corefile := Corefile(servers)
+	for _, want := range []string{
+		"forward . 10.96.143.7 127.0.0.1:5301 {\n        policy sequential\n        max_fails 1\n        read_timeout 25ms\n    }",
+		"kubernetes cluster.local {\n        pods insecure\n        ttl 30\n        fallthrough cluster.local\n    }",
+		"    bind 127.0.0.1\n",
+		"rcode NXDOMAIN",
+	} {
+		if !strings.Contains(corefile, want) {
+			t.Errorf("the Corefile lacks %q:\n%s", want, corefile)
+		}
+	}
+	if strings.Count(corefile, "prometheus :9153") != 4 {
+		t.Errorf("every added block counts its queries (prometheus):\n%s", corefile)
+	}
+}
+
+func TestOptionsRefused(t *testing.T) {
+	for name, o := range map[string]Options{
+		"no address":      {},
+		"a name":          {Standalone: "coredns-mcs.kube-system.svc"},
+		"bad port":        {Standalone: "10.96.0.1:0"},
+		"bad range":       {Standalone: "10.96.0.1", ReverseCIDRs: []string{"10.42.0.0/33"}},
+		"same zones":      {Standalone: "10.96.0.1", ClusterDomain: "a.local", ClustersetZone: "a.local."},
+		"stand-in on 53":  {Standalone: "10.96.0.1", StandInPort: 53},
+		"tiny timeout":    {Standalone: "10.96.0.1", ReadTimeout: time.Microsecond},
+		"own fallthrough": {Standalone: "10.96.0.1", KubernetesOptions: []string{"fallthrough in-addr.arpa"}},
+		"bad domain":      {Standalone: "10.96.0.1", ClusterDomain: "a..b"},
+	} {
+		if _, err := o.Servers(); err == nil {
+			t.Errorf("%s: accepted", name)
+		} else {
+			t.Logf("%s: %v", name, err)
+		}
+	}
+}
+
+func TestMergeAndRemove(t *testing.T) {
+	servers, err := docsOptions("10.96.143.7").Servers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged := Merge(kubeadmCorefile, Corefile(servers))
+	if !strings.HasPrefix(merged, kubeadmCorefile) {
+		t.Errorf("the cluster's own blocks changed:\n%s", merged)
+	}
+	// Merging again with another address replaces the blocks.
+	other, err := docsOptions("10.96.143.8").Servers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := Merge(merged, Corefile(other))
+	if strings.Contains(again, "10.96.143.7") || strings.Count(again, BeginMarker) != 1 || !strings.Contains(again, "10.96.143.8") {
+		t.Errorf("merged twice:\n%s", again)
+	}
+	if got := Remove(again); got != kubeadmCorefile {
+		t.Errorf("removed:\n%s\nwant\n%s", got, kubeadmCorefile)
+	}
+}
+
+func TestRender(t *testing.T) {
+	o := docsOptions("10.43.143.7")
+	for _, p := range Platforms {
+		out, err := Render(p, o, kubeadmCorefile)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		var v map[string]any
+		if p == EKS {
+			err = json.Unmarshal([]byte(out), &v)
+		} else {
+			err = yaml.Unmarshal([]byte(out), &v)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", p, err, out)
+		}
+		if !strings.Contains(out, "10.43.143.7") {
+			t.Errorf("%s does not forward to the standalone server:\n%s", p, out)
+		}
+	}
+	// k3s's kubernetes stanza has no ttl: the added block has none either.
+	k3s, _ := Render(K3s, o, "")
+	if strings.Contains(k3s, "ttl 30") {
+		t.Errorf("k3s:\n%s", k3s)
+	}
+	// The coredns chart's prometheus listens on 0.0.0.0:9153: the added
+	// blocks must use the same address (one listener).
+	chart, _ := Render(CoreDNSChart, o, "")
+	if strings.Contains(chart, "parameters: :9153") || !strings.Contains(chart, "parameters: 0.0.0.0:9153") {
+		t.Errorf("coredns chart:\n%s", chart)
+	}
+	if _, err := Render(Kubeadm, o, ""); err == nil {
+		t.Error("kubeadm without the cluster's Corefile: accepted")
+	}
+	if _, err := ParsePlatform("gke"); err == nil {
+		t.Error("platform gke: accepted")
+	}
+}
+
+// TestDocs: the recipes of docs/platforms.md are what Render writes.
+// UPDATE_DOCS=1 rewrites them.
+func TestDocs(t *testing.T) {
+	const doc = "../../docs/platforms.md"
+	data, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	kubeadm := docsOptions(docsKubeadmAddress)
+	kubeadm.KubernetesOptions = KubernetesOptions(Kubeadm)
+	servers, err := kubeadm.Servers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k3s, err := Render(K3s, docsOptions(docsK3sAddress), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	chart, err := Render(CoreDNSChart, docsOptions(docsKubeadmAddress), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for marker, want := range map[string]string{
+		"<!-- recipe: stock -->":         Merge(kubeadmCorefile, Corefile(servers)),
+		"<!-- recipe: k3s -->":           k3s,
+		"<!-- recipe: coredns-chart -->": chart,
+	} {
+		start, end, ok := codeBlock(text, marker)
+		if !ok {
+			t.Errorf("%s: no code block after %s", doc, marker)
+			continue
+		}
+		if text[start:end] == want {
+			continue
+		}
+		if os.Getenv("UPDATE_DOCS") != "" {
+			text = text[:start] + want + text[end:]
+			continue
+		}
+		t.Errorf("%s: the block after %s is not what kubectl mcs front writes (UPDATE_DOCS=1 go test ./internal/front rewrites it):\n%s", doc, marker, want)
+	}
+	if os.Getenv("UPDATE_DOCS") != "" {
+		if err := os.WriteFile(doc, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// codeBlock returns where the body of the first fenced code block after
+// marker starts and ends in text.
+func codeBlock(text, marker string) (start, end int, ok bool) {
+	i := strings.Index(text, marker)
+	if i < 0 {
+		return 0, 0, false
+	}
+	fence := strings.Index(text[i:], "```")
+	if fence < 0 {
+		return 0, 0, false
+	}
+	nl := strings.Index(text[i+fence:], "\n")
+	if nl < 0 {
+		return 0, 0, false
+	}
+	start = i + fence + nl + 1
+	close := strings.Index(text[start:], "```\n")
+	if close < 0 {
+		return 0, 0, false
+	}
+	return start, start + close, true
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}

@@ -1,0 +1,373 @@
+package mcsctl
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coredns/caddy/caddyfile"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubeclient "k8s.io/client-go/kubernetes"
+
+	"github.com/coredns-mcs/coredns-mcs/internal/front"
+)
+
+// frontOptions are the flags of kubectl mcs front.
+type frontOptions struct {
+	platform      string
+	standalone    string // namespace/name of the standalone Service
+	cidrs         stringList
+	clusterDomain string
+	readTimeout   time.Duration
+	apply         bool
+	remove        bool
+}
+
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+func (f *frontOptions) flags(fs *flag.FlagSet) {
+	fs.StringVar(&f.platform, "platform", "", "the cluster DNS's platform: "+strings.Join(platformNames(), ", ")+" (default: detected)")
+	fs.StringVar(&f.standalone, "standalone-service", "kube-system/coredns-mcs", "NAMESPACE/NAME of the standalone coredns-mcs Service (front)")
+	fs.Var(&f.cidrs, "clusterset-cidr", "a ClusterSetIP range whose PTR coredns-mcs answers (front; repeat for several)")
+	fs.StringVar(&f.clusterDomain, "cluster-domain", front.DefaultClusterDomain, "the cluster's DNS domain (front)")
+	fs.DurationVar(&f.readTimeout, "read-timeout", front.DefaultReadTimeout, "how long the cluster DNS waits for coredns-mcs before answering NXDOMAIN itself (front)")
+	fs.BoolVar(&f.apply, "apply", false, "apply the configuration instead of printing it (front)")
+	fs.BoolVar(&f.remove, "remove", false, "the configuration without coredns-mcs: what removes it (front)")
+}
+
+func platformNames() []string {
+	var names []string
+	for _, p := range front.Platforms {
+		names = append(names, string(p))
+	}
+	return names
+}
+
+// frontCmd prints, or applies, the configuration the cluster's DNS needs
+// to forward to coredns-mcs standalone: for the platform detected (or
+// named), with the standalone Service's current ClusterIP and the options
+// of the cluster DNS's own kubernetes stanza.
+func frontCmd(ctx context.Context, o *options, f *frontOptions, stdout io.Writer) (int, error) {
+	cfg, err := o.restConfig()
+	if err != nil {
+		return 1, err
+	}
+	kube, err := kubeclient.NewForConfig(cfg)
+	if err != nil {
+		return 1, err
+	}
+	platform, why, err := f.detect(ctx, kube)
+	if err != nil {
+		return 1, err
+	}
+	fmt.Fprintf(stdout, "# platform: %s (%s)\n", platform, why)
+
+	live, err := liveCorefile(ctx, kube, platform)
+	if err != nil {
+		return 1, err
+	}
+	opts := front.Options{ClusterDomain: f.clusterDomain, ReverseCIDRs: f.cidrs, ReadTimeout: f.readTimeout}
+	if !f.remove {
+		if opts.Standalone, err = standaloneAddress(ctx, kube, f.standalone); err != nil {
+			return 1, err
+		}
+		fmt.Fprintf(stdout, "# standalone Service %s: %s\n", f.standalone, opts.Standalone)
+	}
+	if live != "" {
+		opts.KubernetesOptions, opts.MetricsAddress = ownStanza(live, f.clusterDomain)
+	}
+	if f.remove {
+		return frontRemove(ctx, kube, platform, live, opts, f.apply, stdout)
+	}
+	out, err := front.Render(platform, opts, live)
+	if err != nil {
+		return 1, err
+	}
+	if !f.apply {
+		fmt.Fprint(stdout, out)
+		return 0, nil
+	}
+	return frontApply(ctx, kube, platform, opts, live, stdout)
+}
+
+// detect returns the platform of --platform, else the one the cluster's
+// DNS objects show, and why.
+func (f *frontOptions) detect(ctx context.Context, kube kubeclient.Interface) (front.Platform, string, error) {
+	if f.platform != "" {
+		p, err := front.ParsePlatform(f.platform)
+		return p, "--platform", err
+	}
+	deploy, err := kube.AppsV1().Deployments("kube-system").Get(ctx, "coredns", meta.GetOptions{})
+	switch {
+	case err == nil:
+		// k3s's manifests/coredns.yaml mounts the optional ConfigMap
+		// coredns-custom; AKS's CoreDNS reads the same ConfigMap.
+		for _, v := range deploy.Spec.Template.Spec.Volumes {
+			if v.ConfigMap != nil && v.ConfigMap.Name == "coredns-custom" {
+				return front.K3s, "kube-system/coredns mounts the ConfigMap coredns-custom (k3s, AKS)", nil
+			}
+		}
+		if _, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubeadm-config", meta.GetOptions{}); err == nil {
+			return front.Kubeadm, "kube-system/kubeadm-config exists", nil
+		}
+		return front.Kubeadm, "kube-system/coredns reads the ConfigMap coredns; name --platform eks or coredns-chart if its Corefile is managed elsewhere", nil
+	case !apierrors.IsNotFound(err):
+		return "", "", fmt.Errorf("the cluster DNS Deployment kube-system/coredns: %w", err)
+	}
+	if _, err := kube.AppsV1().Deployments("kube-system").Get(ctx, "kube-dns", meta.GetOptions{}); err == nil {
+		return front.KubeDNS, "kube-system/kube-dns runs, no kube-system/coredns", nil
+	}
+	if _, err := kube.AppsV1().Deployments("kube-system").Get(ctx, "rke2-coredns-rke2-coredns", meta.GetOptions{}); err == nil {
+		return front.RKE2, "kube-system/rke2-coredns-rke2-coredns runs", nil
+	}
+	return "", "", errors.New("no cluster DNS found (kube-system/coredns, kube-dns, rke2-coredns-rke2-coredns): name it with --platform")
+}
+
+// liveCorefile returns the cluster DNS's Corefile where the platform keeps
+// it in kube-system/coredns (its key Corefile), or "".
+func liveCorefile(ctx context.Context, kube kubeclient.Interface, p front.Platform) (string, error) {
+	if p == front.KubeDNS || p == front.RKE2 || p == front.CoreDNSChart {
+		return "", nil
+	}
+	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", meta.GetOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) && p != front.Kubeadm && p != front.EKS {
+			return "", nil
+		}
+		return "", fmt.Errorf("the cluster DNS's Corefile (ConfigMap kube-system/coredns): %w", err)
+	}
+	return cm.Data["Corefile"], nil
+}
+
+// standaloneAddress returns the ClusterIP of the standalone Service.
+func standaloneAddress(ctx context.Context, kube kubeclient.Interface, name string) (string, error) {
+	ns, n, err := splitName(name)
+	if err != nil {
+		return "", fmt.Errorf("--standalone-service %w", err)
+	}
+	svc, err := kube.CoreV1().Services(ns).Get(ctx, n, meta.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("the standalone Service %s: %w (install it: kubectl apply --server-side -k manifests/standalone)", name, err)
+	}
+	ip := svc.Spec.ClusterIP
+	if ip == "" || ip == corev1.ClusterIPNone {
+		return "", fmt.Errorf("the standalone Service %s has no ClusterIP (%q): the cluster's DNS forwards to an address", name, ip)
+	}
+	return ip, nil
+}
+
+var importLine = regexp.MustCompile(`(?m)^\s*import\s.*$`)
+
+// ownStanza returns the options of the kubernetes stanza of the Corefile's
+// block for the cluster domain (without fallthrough and what names the
+// API server), and the prometheus plugin's address of that block: the
+// added blocks use the same, so that local names answer as the cluster
+// DNS's own block answers them and one metrics listener serves all.
+func ownStanza(text, domain string) (options []string, metrics string) {
+	// Imports (k3s's coredns-custom) name files of the DNS pods.
+	blocks, err := caddyfile.Parse("Corefile", strings.NewReader(importLine.ReplaceAllString(front.Remove(text), "")), nil)
+	if err != nil {
+		return nil, ""
+	}
+	cf := &corefile{blocks: blocks}
+	b, _, ok := cf.blockFor("x.svc." + strings.TrimSuffix(domain, ".") + ".")
+	if !ok {
+		return nil, ""
+	}
+	for _, t := range b.Tokens["prometheus"] {
+		if t.Text != "prometheus" {
+			metrics = t.Text
+			break
+		}
+	}
+	tokens := b.Tokens["kubernetes"]
+	var line []string
+	lastLine, depth := -1, 0
+	flush := func() {
+		if len(line) > 0 && !slices.Contains([]string{"fallthrough", "kubeconfig", "endpoint", "tls"}, line[0]) {
+			options = append(options, strings.Join(line, " "))
+		}
+		line = nil
+	}
+	for _, t := range tokens {
+		switch {
+		case t.Text == "{":
+			depth++
+			continue
+		case t.Text == "}":
+			flush()
+			depth--
+			continue
+		case depth == 0:
+			continue // the directive and its zones
+		}
+		if t.Line != lastLine {
+			flush()
+			lastLine = t.Line
+		}
+		line = append(line, t.Text)
+	}
+	flush()
+	if options == nil {
+		options = []string{}
+	}
+	return options, metrics
+}
+
+// frontApply writes the configuration into the cluster where the platform
+// takes it from an object; for the others it says what to run.
+func frontApply(ctx context.Context, kube kubeclient.Interface, p front.Platform, opts front.Options, live string, stdout io.Writer) (int, error) {
+	servers, err := opts.Servers()
+	if err != nil {
+		return 1, err
+	}
+	switch p {
+	case front.Kubeadm:
+		if err := setConfigMapKey(ctx, kube, "coredns", "Corefile", front.Merge(live, front.Corefile(servers))); err != nil {
+			return 1, err
+		}
+		fmt.Fprintln(stdout, "applied: kube-system/coredns Corefile, with the blocks forwarding to coredns-mcs (CoreDNS's reload plugin picks it up within its interval; kubectl -n kube-system rollout restart deploy/coredns applies it at once)")
+	case front.K3s, front.AKS:
+		if err := setConfigMapKey(ctx, kube, "coredns-custom", front.CustomKey, front.Corefile(servers)); err != nil {
+			return 1, err
+		}
+		fmt.Fprintf(stdout, "applied: kube-system/coredns-custom %s; CoreDNS's reload does not see imported files change: kubectl -n kube-system rollout restart deploy/coredns\n", front.CustomKey)
+	case front.KubeDNS:
+		cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-dns", meta.GetOptions{})
+		existing := map[string][]string{}
+		switch {
+		case err == nil:
+			if s := cm.Data["stubDomains"]; s != "" {
+				if err := json.Unmarshal([]byte(s), &existing); err != nil {
+					return 1, fmt.Errorf("kube-system/kube-dns stubDomains: %w", err)
+				}
+			}
+		case !apierrors.IsNotFound(err):
+			return 1, err
+		}
+		stubs, err := front.StubDomains(opts, existing)
+		if err != nil {
+			return 1, err
+		}
+		if err := setConfigMapKey(ctx, kube, "kube-dns", "stubDomains", stubs.Data["stubDomains"]); err != nil {
+			return 1, err
+		}
+		fmt.Fprintln(stdout, "applied: kube-system/kube-dns stubDomains")
+	default:
+		out, err := front.Render(p, opts, live)
+		if err != nil {
+			return 1, err
+		}
+		fmt.Fprint(stdout, out)
+		return 1, fmt.Errorf("--apply: %s's DNS configuration is not an object of the cluster: apply what is printed above with %s", p, applyHow(p))
+	}
+	return 0, nil
+}
+
+func applyHow(p front.Platform) string {
+	switch p {
+	case front.EKS:
+		return "aws eks update-addon --addon-name coredns --configuration-values file://<the JSON above>"
+	case front.RKE2:
+		return "kubectl apply -f - (rke2 then upgrades its rke2-coredns chart)"
+	default:
+		return "helm upgrade <release> coredns/coredns --reuse-values -f <the values above>"
+	}
+}
+
+// frontRemove prints, or applies, the configuration without coredns-mcs.
+func frontRemove(ctx context.Context, kube kubeclient.Interface, p front.Platform, live string, opts front.Options, apply bool, stdout io.Writer) (int, error) {
+	switch p {
+	case front.Kubeadm, front.EKS:
+		restored := front.Remove(live)
+		if !apply || p == front.EKS {
+			fmt.Fprint(stdout, restored)
+			if apply {
+				return 1, fmt.Errorf("--apply: apply the Corefile above with %s", applyHow(p))
+			}
+			return 0, nil
+		}
+		if err := setConfigMapKey(ctx, kube, "coredns", "Corefile", restored); err != nil {
+			return 1, err
+		}
+		fmt.Fprintln(stdout, "removed: the blocks forwarding to coredns-mcs from kube-system/coredns")
+	case front.K3s, front.AKS:
+		if !apply {
+			fmt.Fprintf(stdout, "kubectl -n kube-system patch configmap coredns-custom --type json -p '[{\"op\":\"remove\",\"path\":\"/data/%s\"}]'\n", jsonPointerEscape(front.CustomKey))
+			return 0, nil
+		}
+		patch := fmt.Sprintf(`[{"op":"remove","path":"/data/%s"}]`, jsonPointerEscape(front.CustomKey))
+		if _, err := kube.CoreV1().ConfigMaps("kube-system").Patch(ctx, "coredns-custom", types.JSONPatchType, []byte(patch), meta.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+			return 1, err
+		}
+		fmt.Fprintf(stdout, "removed: %s from kube-system/coredns-custom; kubectl -n kube-system rollout restart deploy/coredns\n", front.CustomKey)
+	case front.KubeDNS:
+		cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-dns", meta.GetOptions{})
+		if err != nil {
+			return 1, err
+		}
+		stubs := map[string][]string{}
+		if s := cm.Data["stubDomains"]; s != "" {
+			if err := json.Unmarshal([]byte(s), &stubs); err != nil {
+				return 1, fmt.Errorf("kube-system/kube-dns stubDomains: %w", err)
+			}
+		}
+		opts.Standalone = "0.0.0.0" // only the zones are needed
+		zones, err := opts.ReverseZones()
+		if err != nil {
+			return 1, err
+		}
+		for _, z := range append(zones, front.DefaultClustersetZone) {
+			delete(stubs, z)
+		}
+		data, _ := json.Marshal(stubs)
+		if !apply {
+			fmt.Fprintf(stdout, "stubDomains: %s\n", data)
+			return 0, nil
+		}
+		if err := setConfigMapKey(ctx, kube, "kube-dns", "stubDomains", string(data)); err != nil {
+			return 1, err
+		}
+		fmt.Fprintln(stdout, "removed: coredns-mcs's stub domains from kube-system/kube-dns")
+	default:
+		return 1, fmt.Errorf("--remove: for %s, set servers[] back to the chart's default (remove the entries after the first)", p)
+	}
+	return 0, nil
+}
+
+// setConfigMapKey sets one key of a kube-system ConfigMap, creating it if
+// it is missing, and leaves its other keys alone.
+func setConfigMapKey(ctx context.Context, kube kubeclient.Interface, name, key, value string) error {
+	cms := kube.CoreV1().ConfigMaps("kube-system")
+	cm, err := cms.Get(ctx, name, meta.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: name, Namespace: "kube-system"}, Data: map[string]string{key: value}}, meta.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	cm.Data[key] = value
+	_, err = cms.Update(ctx, cm, meta.UpdateOptions{})
+	return err
+}
+
+func jsonPointerEscape(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
