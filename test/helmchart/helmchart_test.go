@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
@@ -577,4 +579,214 @@ func serve(t *testing.T, corefile, kubeconfig string) string {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	harness.StartCoreDNS(t, "coredns (the chart's Corefile)", binary, path, addr, func() bool { return harness.HTTPOK(fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort)) })
 	return addr
+}
+
+// TestServeEachMode installs the chart once per mode, each release in a
+// namespace of its own, and serves each rendered Corefile with the token of
+// that release's ServiceAccount: a local Service in cluster.local answers in
+// every mode, fallback [] included, and the chart's RBAC is enough for each.
+func TestServeEachMode(t *testing.T) {
+	helmBinary(t)
+	cp := controlplane.ForTest(t, controlplane.Options{})
+	kube := kubernetes.NewForConfigOrDie(cp.Config)
+	ctx := t.Context()
+	clusterDNS := []string{"--set", "isClusterService=true"}
+	cases := []struct {
+		name string
+		args []string
+		// import: what the clusterset name answers (its import), and
+		// whether the import-only cluster.local name does (fallback).
+		clusterset, fallback bool
+	}{
+		{"standalone", nil, true, true},
+		{"standalone-nofallback", noFallback, true, false},
+		{"clusterdns", clusterDNS, true, true},
+		{"clusterdns-nofallback", slices.Concat(clusterDNS, noFallback), true, false},
+		{"corednschart", slices.Concat(clusterDNS, []string{"-f", "testdata/coredns-chart-servers.yaml"}), false, false},
+		{"customport", slices.Concat(clusterDNS, []string{"--set-json", customPort}), true, false},
+	}
+	for _, c := range cases {
+		// A release name of its own: the ClusterRole is named after it.
+		out := mustHelm(t, append([]string{"install", c.name, chart, "--namespace", c.name, "--create-namespace", "--kubeconfig", cp.Kubeconfig}, c.args...)...)
+		if ignored := strings.Contains(out, "sets nodePort hostPort (keys of the coredns chart)"); ignored != (c.name == "corednschart") {
+			t.Errorf("%s: NOTES about nodePort and hostPort: %t\n%s", c.name, ignored, out)
+		}
+	}
+
+	// A local Service and an import (the CRDs came with the first install).
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: meta.ObjectMeta{Name: "shop"}}, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	web, err := kube.CoreV1().Services("shop").Create(ctx, &corev1.Service{ObjectMeta: meta.ObjectMeta{Name: "web"}, Spec: corev1.ServiceSpec{
+		Ports: []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP}},
+	}}, meta.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mcs := mcsclient.NewForConfigOrDie(cp.Config)
+	si := &mcsv1beta1.ServiceImport{ObjectMeta: meta.ObjectMeta{Namespace: "shop", Name: "cart"}, Spec: mcsv1beta1.ServiceImportSpec{
+		Type: mcsv1beta1.ClusterSetIP, IPs: []string{"10.42.6.1"}, Ports: []mcsv1beta1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}},
+	}}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := mcs.MulticlusterV1beta1().ServiceImports("shop").Create(ctx, si, meta.CreateOptions{}); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("ServiceImport (CRD from the chart): %v", err)
+		}
+	}
+
+	ask := func(t *testing.T, addr, name string) *dns.Msg {
+		t.Helper()
+		m := new(dns.Msg)
+		m.SetQuestion(name, dns.TypeA)
+		r, err := harness.Ask("udp", addr, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	answers := func(r *dns.Msg, ip string) bool {
+		return r.Rcode == dns.RcodeSuccess && len(r.Answer) == 1 && strings.HasSuffix(r.Answer[0].String(), "\t"+ip)
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cm, err := kube.CoreV1().ConfigMaps(c.name).Get(ctx, c.name+"-coredns-mcs", meta.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			dep, err := kube.AppsV1().Deployments(c.name).Get(ctx, c.name+"-coredns-mcs", meta.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			kubeconfig, err := cp.KubeconfigForServiceAccount(ctx, c.name, dep.Spec.Template.Spec.ServiceAccountName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := serve(t, cm.Data["Corefile"], kubeconfig)
+			// The local Service: the kubernetes plugin answers, the first
+			// query maybe before its informers hold the new Service.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				r := ask(t, addr, "web.shop.svc.cluster.local.")
+				if answers(r, web.Spec.ClusterIP) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("web.shop.svc.cluster.local: %v, want %s", r, web.Spec.ClusterIP)
+				}
+			}
+			if r := ask(t, addr, "cart.shop.svc.clusterset.local."); answers(r, "10.42.6.1") != c.clusterset {
+				t.Errorf("cart.shop.svc.clusterset.local: %v", r)
+			}
+			r := ask(t, addr, "cart.shop.svc.cluster.local.")
+			if c.fallback && !answers(r, "10.42.6.1") || !c.fallback && r.Rcode != dns.RcodeNameError {
+				t.Errorf("cart.shop.svc.cluster.local (fallback %t): %v", c.fallback, r)
+			}
+			if r := ask(t, addr, "nope.shop.svc.cluster.local."); r.Rcode != dns.RcodeNameError {
+				t.Errorf("nope.shop.svc.cluster.local: %v", r)
+			}
+		})
+	}
+}
+
+// warnings collects the API server's warnings (Warning headers).
+type warnings struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.list = append(w.list, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	l := w.list
+	w.list = nil
+	return l
+}
+
+// TestPodSecurityRestricted: every workload the chart renders (both modes,
+// and with the coredns chart's servers) and the Deployments of manifests/
+// pass kube-apiserver's Pod Security admission at the restricted level.
+//
+// What the API server does: in a namespace labelled enforce: restricted it
+// refuses a Pod that violates the level (403, also for a dry run, which runs
+// admission); a Deployment it admits either way (enforcement is for pods,
+// which a controller would then fail to create), with a warning when the
+// namespace also has warn: restricted. So each pod template is created as a
+// Pod (dry run) and as a Deployment (dry run) with its warnings read, and a
+// template without the seccomp profile shows that both checks bite.
+func TestPodSecurityRestricted(t *testing.T) {
+	helmBinary(t)
+	cp := controlplane.ForTest(t, controlplane.Options{})
+	cfg := rest.CopyConfig(cp.Config)
+	warned := &warnings{}
+	cfg.WarningHandler = warned
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	ctx := t.Context()
+	ns := "restricted"
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: meta.ObjectMeta{Name: ns, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
+		"pod-security.kubernetes.io/warn": "restricted", "pod-security.kubernetes.io/warn-version": "latest",
+	}}}, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	workloads := map[string]*appsv1.Deployment{
+		"manifests/install":    manifestDeployment(t, "../../manifests/install/deployment.yaml"),
+		"manifests/standalone": manifestDeployment(t, "../../manifests/standalone/deployment.yaml"),
+	}
+	for name, args := range map[string][]string{
+		"chart standalone":            nil,
+		"chart cluster DNS":           {"--set", "isClusterService=true"},
+		"chart coredns chart servers": {"--set", "isClusterService=true", "-f", "testdata/coredns-chart-servers.yaml"},
+		"chart custom port":           {"--set", "isClusterService=true", "--set-json", customPort},
+	} {
+		objs := render(t, args...)
+		for _, o := range objs {
+			if k := o.GetKind(); k == "DaemonSet" || k == "StatefulSet" || k == "Job" || k == "Pod" {
+				t.Errorf("%s: a %s the test does not check", name, k)
+			}
+		}
+		workloads[name] = deployment(t, objs)
+	}
+	dryRun := meta.CreateOptions{DryRun: []string{meta.DryRunAll}}
+	admit := func(name string, d *appsv1.Deployment) (podErr error, deploymentWarnings []string) {
+		t.Helper()
+		pod := &corev1.Pod{ObjectMeta: meta.ObjectMeta{Name: "psa", Labels: d.Spec.Template.Labels}, Spec: d.Spec.Template.Spec}
+		_, podErr = kube.CoreV1().Pods(ns).Create(ctx, pod, dryRun)
+		warned.take()
+		d = d.DeepCopy()
+		d.Namespace, d.ResourceVersion = ns, ""
+		if _, err := kube.AppsV1().Deployments(ns).Create(ctx, d, dryRun); err != nil {
+			t.Errorf("%s: Deployment (dry run): %v", name, err)
+		}
+		return podErr, warned.take()
+	}
+	for name, d := range workloads {
+		if sc := d.Spec.Template.Spec.SecurityContext; sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("%s: pod securityContext %+v, want seccompProfile RuntimeDefault", name, sc)
+		}
+		podErr, w := admit(name, d)
+		if podErr != nil {
+			t.Errorf("%s: Pod refused in a namespace that enforces restricted: %v", name, podErr)
+		}
+		if len(w) > 0 {
+			t.Errorf("%s: Deployment warnings in a namespace that warns at restricted: %q", name, w)
+		}
+		t.Logf("%s: admitted at restricted", name)
+	}
+	// The control: without the seccomp profile the same template is refused.
+	d := workloads["chart standalone"].DeepCopy()
+	d.Spec.Template.Spec.SecurityContext = nil
+	podErr, w := admit("no seccomp", d)
+	if podErr == nil || !strings.Contains(podErr.Error(), "seccompProfile") {
+		t.Errorf("a pod without a seccomp profile: %v, want refused for seccompProfile", podErr)
+	}
+	if !slices.ContainsFunc(w, func(s string) bool { return strings.Contains(s, "seccompProfile") }) {
+		t.Errorf("a Deployment without a seccomp profile: warnings %q, want one for seccompProfile", w)
+	}
+	t.Logf("without seccompProfile: Pod %v; Deployment warnings %q", podErr, w)
 }
