@@ -54,7 +54,7 @@ const (
 	// from memory, a network hop away (about a millisecond); while it hangs,
 	// every name the front forwards costs this much until the health
 	// checks mark it down, so it bounds the latency a hang adds.
-	DefaultReadTimeout = 25 * time.Millisecond
+	DefaultReadTimeout = 20 * time.Millisecond
 	// StandInTTL is the negative TTL (SOA minimum) of the stand-in's
 	// NXDOMAIN: short, so that an import name is not held unknown for long
 	// once the standalone server is back.

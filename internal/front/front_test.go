@@ -96,7 +96,7 @@ func TestServers(t *testing.T) {
 	}
 	corefile := Corefile(servers)
 	for _, want := range []string{
-		"forward . 10.96.143.7 127.0.0.1:5301 {\n        policy sequential\n        max_fails 1\n        read_timeout 25ms\n    }",
+		"forward . 10.96.143.7 127.0.0.1:5301 {\n        policy sequential\n        max_fails 1\n        read_timeout 20ms\n    }",
 		"kubernetes cluster.local {\n        pods insecure\n        ttl 30\n        fallthrough cluster.local\n    }",
 		"    bind 127.0.0.1\n",
 		"rcode NXDOMAIN",

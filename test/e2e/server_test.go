@@ -20,9 +20,10 @@ import (
 
 // server is a running coredns process.
 type server struct {
-	addr  string // 127.0.0.1:port, UDP and TCP
-	ready string // URL of the ready plugin
-	log   *harness.Output
+	addr     string // 127.0.0.1:port, UDP and TCP
+	ready    string // URL of the ready plugin
+	log      *harness.Output
+	corefile string // what it runs, where the test keeps it
 }
 
 // startServer runs coredns with the Corefile template, in which {{.Port}}

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	mcsfront "github.com/coredns-mcs/coredns-mcs/internal/front"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 
@@ -25,8 +26,9 @@ var stockCoreDNS = sync.OnceValues(func() (string, error) {
 })
 
 // recordingResolver stands for the upstream resolver of the cluster's DNS
-// (/etc/resolv.conf of its pods): it answers every query NXDOMAIN, but
-// example.org. A 192.0.2.1, and keeps every name it was asked.
+// (/etc/resolv.conf of its pods): it answers every query NXDOMAIN, but A
+// of example.org. and the names below it, 192.0.2.1, and keeps every name
+// it was asked.
 type recordingResolver struct {
 	addr  string
 	mu    sync.Mutex
@@ -43,9 +45,9 @@ func startRecordingResolver(t *testing.T) *recordingResolver {
 		r.names = append(r.names, strings.ToLower(q.Question[0].Name))
 		r.mu.Unlock()
 		m := new(dns.Msg)
-		if q.Question[0].Name == "example.org." && q.Question[0].Qtype == dns.TypeA {
+		if name := strings.ToLower(q.Question[0].Name); (name == "example.org." || strings.HasSuffix(name, ".example.org.")) && q.Question[0].Qtype == dns.TypeA {
 			m.SetReply(q)
-			rr, _ := dns.NewRR("example.org. 300 IN A 192.0.2.1")
+			rr, _ := dns.NewRR(q.Question[0].Name + " 300 IN A 192.0.2.1")
 			m.Answer = []dns.RR{rr}
 		} else {
 			m.SetRcode(q, dns.RcodeNameError)
@@ -85,8 +87,9 @@ func corefileOfDoc(t *testing.T, doc, marker string) string {
 
 // localize makes a Corefile run on loopback against the test's API server:
 // every server block on port, health, ready and prometheus on free ports
-// (ready on readyPort), every kubernetes and multicluster stanza given the
-// kubeconfig, and forward targets replaced as in forwards.
+// (ready on readyPort; every prometheus line on one port), the stand-in of
+// kubectl mcs front on a free port, every kubernetes and multicluster
+// stanza given the kubeconfig, and forward targets replaced as in forwards.
 func localize(t *testing.T, corefile string, port, readyPort int, forwards map[string]string) string {
 	t.Helper()
 	out := regexp.MustCompile(`(?m)^(\S+):53 \{$`).ReplaceAllString(corefile, fmt.Sprintf("${1}:%d {", port))
@@ -97,9 +100,15 @@ func localize(t *testing.T, corefile string, port, readyPort int, forwards map[s
 		return strings.Replace(s, "health {", fmt.Sprintf("health 127.0.0.1:%d {", harness.FreePort(t)), 1)
 	})
 	out = regexp.MustCompile(`(?m)^(\s+)ready$`).ReplaceAllString(out, fmt.Sprintf("${1}ready 127.0.0.1:%d", readyPort))
-	out = regexp.MustCompile(`(?m)^(\s+)prometheus :9153$`).ReplaceAllStringFunc(out, func(s string) string {
-		return strings.Replace(s, ":9153", fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t)), 1)
-	})
+	// Every prometheus line of one Corefile shares one listener, as :9153
+	// does in a pod.
+	metricsPort := harness.FreePort(t)
+	out = regexp.MustCompile(`(?m)^(\s+)prometheus (:9153|0\.0\.0\.0:9153)$`).ReplaceAllString(out, fmt.Sprintf("${1}prometheus 127.0.0.1:%d", metricsPort))
+	// The stand-in's loopback port, as kubectl mcs front writes it.
+	if strings.Contains(out, fmt.Sprintf(":%d", mcsfront.DefaultStandInPort)) {
+		standIn := fmt.Sprintf(":%d", harness.FreePort(t))
+		out = strings.ReplaceAll(out, fmt.Sprintf(":%d", mcsfront.DefaultStandInPort), standIn)
+	}
 	out = regexp.MustCompile(`(?m)^(\s+)(kubernetes|multicluster)( [^{\n]*)\{$`).ReplaceAllString(out, "${1}${2}${3}{\n${1}    kubeconfig "+cp.Kubeconfig)
 	for from, to := range forwards {
 		out = strings.ReplaceAll(out, "forward . "+from, "forward . "+to)
@@ -115,21 +124,30 @@ func startCorefile(t *testing.T, name, binary, corefile string, port, readyPort 
 	if err := os.WriteFile(path, []byte(corefile), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", port), ready: fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort)}
+	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", port), ready: fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort), corefile: corefile}
 	s.log = harness.StartCoreDNS(t, name, binary, path, s.addr, s.isReady)
 	return s
 }
 
-// TestStandaloneBehindStockCoreDNS runs the recipe of docs/platforms.md:
-// stock CoreDNS 1.15 with kubeadm's Corefile and the recipe's server blocks,
-// forwarding to a standalone coredns-mcs with the Corefile of
-// manifests/standalone, both against the real API server, and an upstream
-// resolver that records what reaches it. Local names answer byte for byte
-// as stock CoreDNS with kubeadm's Corefile alone; import-only names, the
-// clusterset zone, SRV and PTR answer from the import; a name that exists
-// nowhere is NXDOMAIN at once; no cluster name reaches the upstream; the
-// loop plugin stays quiet; a search-path miss is answered from the front's
-// cache the second time.
+// The standalone Service's addresses in the recipes of docs/platforms.md
+// (internal/front's docs test writes them).
+const (
+	recipeAddress    = "10.96.143.7"
+	recipeK3sAddress = "10.43.143.7"
+)
+
+// TestStandaloneBehindStockCoreDNS runs the recipe of docs/platforms.md
+// (what kubectl mcs front writes): stock CoreDNS 1.15 with kubeadm's
+// Corefile and the added server blocks, forwarding to a standalone
+// coredns-mcs with the Corefile of manifests/standalone, both against the
+// real API server, and an upstream resolver that records what reaches it.
+// Local names answer byte for byte as stock CoreDNS with kubeadm's Corefile
+// alone; import-only names, the clusterset zone, SRV and PTR answer from
+// the import; a name that exists nowhere is NXDOMAIN at once; no cluster
+// name reaches the upstream; the loop plugin stays quiet; a search-path
+// miss is answered from the front's cache the second time. Then the
+// standalone server hangs (SIGSTOP), resumes, is killed and comes back,
+// under steady lookups: no lookup that does not need an import fails.
 func TestStandaloneBehindStockCoreDNS(t *testing.T) {
 	stock, err := stockCoreDNS()
 	if err != nil {
@@ -142,20 +160,24 @@ func TestStandaloneBehindStockCoreDNS(t *testing.T) {
 	upstream := startRecordingResolver(t)
 
 	// The standalone coredns-mcs, with the Corefile of manifests/standalone.
-	standalone, standaloneMetrics := startStandalone(t, shippedStandaloneCorefile(t))
+	standalone := startStandalone(t, shippedStandaloneCorefile(t))
 
 	t.Run("kubeadm", func(t *testing.T) {
 		// Stock CoreDNS with the recipe, and with kubeadm's Corefile alone.
 		recipe := corefileOfDoc(t, "../../docs/platforms.md", "<!-- recipe: stock -->")
-		kubeadmOnly, _, _ := strings.Cut(recipe, "cluster.local:53 {")
+		kubeadmOnly := mcsfront.Remove(recipe)
+		if kubeadmOnly == recipe {
+			t.Fatalf("the recipe has no blocks between kubectl mcs front's markers:\n%s", recipe)
+		}
 		fPort, fReady := harness.FreePort(t), harness.FreePort(t)
-		front := startCorefile(t, "stock CoreDNS with the recipe", stock, localize(t, recipe, fPort, fReady, map[string]string{
+		frontServer := startCorefile(t, "stock CoreDNS with the recipe", stock, localize(t, recipe, fPort, fReady, map[string]string{
 			"/etc/resolv.conf": upstream.addr,
-			"10.96.0.53":       standalone.addr,
+			recipeAddress:      standalone.addr,
 		}), fPort, fReady)
 		pPort, pReady := harness.FreePort(t), harness.FreePort(t)
 		plain := startCorefile(t, "stock CoreDNS with kubeadm's Corefile", stock, localize(t, kubeadmOnly, pPort, pReady, map[string]string{"/etc/resolv.conf": upstream.addr}), pPort, pReady)
-		checkFront(t, front, plain, standalone, standaloneMetrics, upstream, ns, web, "kubeadm")
+		checkFront(t, frontServer, plain, standalone, upstream, ns, web, "kubeadm")
+		checkOutage(t, frontServer, plain, standalone, ns, web)
 	})
 	t.Run("k3s", func(t *testing.T) {
 		// k3s's Corefile (manifests/coredns.yaml of k3s) imports the keys
@@ -176,14 +198,14 @@ func TestStandaloneBehindStockCoreDNS(t *testing.T) {
 		if k3sStandalone == withTTL {
 			t.Fatal("manifests/standalone's Corefile has no ttl 30 line to remove, as docs/platforms.md tells k3s users to")
 		}
-		standalone, standaloneMetrics := startStandalone(t, k3sStandalone)
+		standalone := startStandalone(t, k3sStandalone)
 		fPort, fReady := harness.FreePort(t), harness.FreePort(t)
 		server := k3sCustomServer(t)
-		if err := os.WriteFile(filepath.Join(custom, "multicluster.server"), []byte(localize(t, server, fPort, fReady, map[string]string{"10.96.0.53": standalone.addr})), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(custom, "multicluster.server"), []byte(localize(t, server, fPort, fReady, map[string]string{recipeK3sAddress: standalone.addr})), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		k3s := strings.NewReplacer("/etc/coredns/", dir+"/").Replace(k3sCorefile)
-		front := startCorefile(t, "k3s's CoreDNS with coredns-custom", stock, localize(t, k3s, fPort, fReady, map[string]string{"/etc/resolv.conf": upstream.addr}), fPort, fReady)
+		frontServer := startCorefile(t, "k3s's CoreDNS with coredns-custom", stock, localize(t, k3s, fPort, fReady, map[string]string{"/etc/resolv.conf": upstream.addr}), fPort, fReady)
 		pPort, pReady := harness.FreePort(t), harness.FreePort(t)
 		plainDir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(plainDir, "NodeHosts"), nil, 0o644); err != nil {
@@ -191,7 +213,7 @@ func TestStandaloneBehindStockCoreDNS(t *testing.T) {
 		}
 		plainK3s := strings.NewReplacer("/etc/coredns/", plainDir+"/").Replace(k3sCorefile)
 		plain := startCorefile(t, "k3s's CoreDNS alone", stock, localize(t, plainK3s, pPort, pReady, map[string]string{"/etc/resolv.conf": upstream.addr}), pPort, pReady)
-		checkFront(t, front, plain, standalone, standaloneMetrics, upstream, ns, web, "k3s")
+		checkFront(t, frontServer, plain, standalone, upstream, ns, web, "k3s")
 	})
 }
 
@@ -243,7 +265,7 @@ func k3sCustomServer(t *testing.T) string {
 
 // checkFront asks front (stock CoreDNS with a recipe, forwarding to the
 // standalone server) and plain (the same without the recipe).
-func checkFront(t *testing.T, front, plain, standalone *server, standaloneMetrics resilientServer, upstream *recordingResolver, ns string, web *corev1.Service, recipe string) {
+func checkFront(t *testing.T, front, plain *server, standalone *standaloneServer, upstream *recordingResolver, ns string, web *corev1.Service, recipe string) {
 	t.Helper()
 	before0 := len(upstream.asked())
 	// Local names: byte for byte what stock CoreDNS answers without the recipe.
@@ -260,18 +282,22 @@ func checkFront(t *testing.T, front, plain, standalone *server, standaloneMetric
 	expectSameAnswers(t, front, plain, local)
 
 	// Through the forward: import-only names, clusterset names, SRV, PTR.
-	expectAddresses(t, front, "remote."+ns+".svc.cluster.local.", dns.TypeA, propagation, "10.42.5.1")
-	expectAddresses(t, front, "remote."+ns+".svc.clusterset.local.", dns.TypeA, propagation, "10.42.5.1")
-	expectAddresses(t, front, "web."+ns+".svc.clusterset.local.", dns.TypeA, propagation, "10.42.5.2")
+	// A standalone server slower than the front's read timeout (a starved
+	// machine) is answered for by the stand-in, NXDOMAIN for the stand-in's
+	// negative TTL: the answers are awaited past it.
+	within := time.Duration(mcsfront.StandInTTL+5) * time.Second
+	expectAddresses(t, front, "remote."+ns+".svc.cluster.local.", dns.TypeA, within, "10.42.5.1")
+	expectAddresses(t, front, "remote."+ns+".svc.clusterset.local.", dns.TypeA, within, "10.42.5.1")
+	expectAddresses(t, front, "web."+ns+".svc.clusterset.local.", dns.TypeA, within, "10.42.5.2")
 	for _, proto := range []string{"udp", "tcp"} {
-		srv := front.query(t, proto, "_http._tcp.remote."+ns+".svc.cluster.local.", dns.TypeSRV)
-		if len(srv.Answer) != 1 || !strings.Contains(srv.Answer[0].String(), "80 remote."+ns+".svc.cluster.local.") {
-			t.Errorf("SRV over %s: %v", proto, srv.Answer)
-		}
-		ptr := front.query(t, proto, ptrOf("10.42.5.1"), dns.TypePTR)
-		if len(ptr.Answer) != 1 || !strings.HasSuffix(ptr.Answer[0].String(), "remote."+ns+".svc.clusterset.local.") {
-			t.Errorf("PTR over %s: %v", proto, ptr.Answer)
-		}
+		eventually(t, within, "SRV over "+proto, func() (bool, string) {
+			srv := front.query(t, proto, "_http._tcp.remote."+ns+".svc.cluster.local.", dns.TypeSRV)
+			return len(srv.Answer) == 1 && strings.Contains(srv.Answer[0].String(), "80 remote."+ns+".svc.cluster.local."), fmt.Sprint(srv.Answer)
+		})
+		eventually(t, within, "PTR over "+proto, func() (bool, string) {
+			ptr := front.query(t, proto, ptrOf("10.42.5.1"), dns.TypePTR)
+			return len(ptr.Answer) == 1 && strings.HasSuffix(ptr.Answer[0].String(), "remote."+ns+".svc.clusterset.local."), fmt.Sprint(ptr.Answer)
+		})
 	}
 
 	// A name that exists nowhere: NXDOMAIN with the zone's SOA, at once.
@@ -289,22 +315,31 @@ func checkFront(t *testing.T, front, plain, standalone *server, standaloneMetric
 	}
 
 	// A pod's search-path miss (ndots:5 tries example.org.NS.svc.cluster.local
-	// first): the second time the front's cache answers it.
+	// first): the standalone server is asked once; the second time the
+	// front's cache answers it. The standalone server counts a request
+	// after it answered, so its count is awaited; the front's cache counts
+	// a hit before it answers, so its count is read at once.
 	miss := "example-" + recipe + ".org." + ns + ".svc.cluster.local."
 	requests := func() float64 {
-		return standaloneMetrics.metric(t, "coredns_dns_requests_total", `family="1",proto="udp",server="dns://:`+strings.TrimPrefix(standalone.addr, "127.0.0.1:")+`",type="A",view="",zone="."`)
+		return standalone.metrics.metric(t, "coredns_dns_requests_total", `family="1",proto="udp",server="dns://:`+strings.TrimPrefix(standalone.addr, "127.0.0.1:")+`",type="A",view="",zone="."`)
 	}
-	before := requests()
+	frontMetrics := resilientServer{server: front, metrics: metricsURL(t, front)}
+	hits := func() float64 {
+		return frontMetrics.metric(t, "coredns_cache_hits_total", `server="dns://:`+strings.TrimPrefix(front.addr, "127.0.0.1:")+`",type="denial",view="multicluster",zones="cluster.local."`)
+	}
+	before, hitsBefore := requests(), max(hits(), 0)
 	if r := front.query(t, "udp", miss, dns.TypeA); r.Rcode != dns.RcodeNameError {
 		t.Errorf("%s: %s, want NXDOMAIN", miss, dns.RcodeToString[r.Rcode])
 	}
-	first := requests()
+	eventually(t, 5*time.Second, "the standalone server counts the search-path miss", func() (bool, string) {
+		n := requests()
+		return n > before, fmt.Sprintf("requests %v, before %v", n, before)
+	})
 	if r := front.query(t, "udp", miss, dns.TypeA); r.Rcode != dns.RcodeNameError {
 		t.Errorf("%s again: %s, want NXDOMAIN", miss, dns.RcodeToString[r.Rcode])
 	}
-	second := requests()
-	if first-before != 1 || second != first {
-		t.Errorf("requests the standalone server got for %s: first %v, second %v (want 1, then none: the front's cache)", miss, first-before, second-first)
+	if got := hits(); got != hitsBefore+1 {
+		t.Errorf("the front's denial cache hits went from %v to %v for %s asked again, want one more", hitsBefore, got, miss)
 	}
 
 	// Nothing of the cluster reached the upstream; the loop plugin is quiet.
@@ -313,7 +348,7 @@ func checkFront(t *testing.T, front, plain, standalone *server, standaloneMetric
 			t.Errorf("the upstream resolver was asked %s", name)
 		}
 	}
-	t.Logf("the upstream resolver was asked %v", upstream.asked())
+	t.Logf("the upstream resolver was asked %d names, none of the cluster", len(upstream.asked()[before0:]))
 	if log := front.log.String(); strings.Contains(log, "Loop") || strings.Contains(log, "[ERROR]") {
 		t.Errorf("stock CoreDNS's log:\n%s", log)
 	}
@@ -326,14 +361,62 @@ func checkFront(t *testing.T, front, plain, standalone *server, standaloneMetric
 	}
 }
 
+// standaloneServer is coredns-mcs standalone on loopback, which a test can
+// stop (SIGSTOP), kill and start again on the same ports.
+type standaloneServer struct {
+	*server
+	metrics resilientServer
+	path    string
+	process *os.Process
+	exited  <-chan struct{}
+}
+
 // startStandalone runs coredns-mcs with a standalone Corefile on loopback,
 // its metrics on a port of their own.
-func startStandalone(t *testing.T, corefile string) (*server, resilientServer) {
+func startStandalone(t *testing.T, corefile string) *standaloneServer {
 	t.Helper()
 	port, ready, metricsPort := harness.FreePort(t), harness.FreePort(t), harness.FreePort(t)
 	corefile = regexp.MustCompile(`prometheus 127\.0\.0\.1:\d+`).ReplaceAllString(localize(t, corefile, port, ready, nil), fmt.Sprintf("prometheus 127.0.0.1:%d", metricsPort))
-	s := startCorefile(t, "coredns-mcs standalone", binary, corefile, port, ready)
-	return s, resilientServer{server: s, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
+	s := &standaloneServer{
+		server: &server{addr: fmt.Sprintf("127.0.0.1:%d", port), ready: fmt.Sprintf("http://127.0.0.1:%d/ready", ready)},
+		path:   filepath.Join(t.TempDir(), "Corefile"),
+	}
+	s.metrics = resilientServer{server: s.server, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)}
+	if err := os.WriteFile(s.path, []byte(corefile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.start(t)
+	return s
+}
+
+// start runs the server (again) and waits until it is ready.
+func (s *standaloneServer) start(t *testing.T) {
+	t.Helper()
+	s.log, s.process, s.exited = harness.StartCoreDNSPID(t, "coredns-mcs standalone", binary, s.path, s.addr, s.isReady)
+}
+
+// kill kills the server and waits until it has exited.
+func (s *standaloneServer) kill(t *testing.T) {
+	t.Helper()
+	if err := s.process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.exited:
+	case <-time.After(30 * time.Second):
+		t.Fatal("coredns-mcs standalone did not exit after SIGKILL")
+	}
+}
+
+// metricsURL returns the URL of the one prometheus listener of a server
+// that localize wrote.
+func metricsURL(t *testing.T, s *server) string {
+	t.Helper()
+	m := regexp.MustCompile(`prometheus (127\.0\.0\.1:\d+)`).FindStringSubmatch(s.corefile)
+	if m == nil {
+		t.Fatalf("no prometheus listener in:\n%s", s.corefile)
+	}
+	return "http://" + m[1] + "/metrics"
 }
 
 // shippedStandaloneCorefile returns the Corefile of manifests/standalone.

@@ -102,12 +102,13 @@ func StartProcessPID(t testing.TB, name, bin string, args ...string) (out *Outpu
 // used in messages.
 func StartCoreDNS(t testing.TB, name, binary, path, addr string, ready func() bool) *Output {
 	t.Helper()
-	log, _ := StartCoreDNSPID(t, name, binary, path, addr, ready)
+	log, _, _ := StartCoreDNSPID(t, name, binary, path, addr, ready)
 	return log
 }
 
-// StartCoreDNSPID is StartCoreDNS that also returns the process.
-func StartCoreDNSPID(t testing.TB, name, binary, path, addr string, ready func() bool) (*Output, *os.Process) {
+// StartCoreDNSPID is StartCoreDNS that also returns the process and a
+// channel closed when it has exited.
+func StartCoreDNSPID(t testing.TB, name, binary, path, addr string, ready func() bool) (*Output, *os.Process, <-chan struct{}) {
 	t.Helper()
 	log, exited, process := StartProcessPID(t, name, binary, "-conf", path)
 	deadline := time.Now().Add(30 * time.Second)
@@ -121,7 +122,7 @@ func StartCoreDNSPID(t testing.TB, name, binary, path, addr string, ready func()
 			t.Fatalf("%s not ready after 30s:\n%s", name, log.String())
 		}
 		if Serving(addr) && (ready == nil || ready()) {
-			return log, process
+			return log, process, exited
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
