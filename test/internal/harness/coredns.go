@@ -118,11 +118,14 @@ func StartCoreDNSPID(t testing.TB, name, binary, path, addr string, ready func()
 			t.Fatalf("%s exited:\n%s", name, log.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready after 30s:\n%s", name, log.String())
-		}
-		if Serving(addr) && (ready == nil || ready()) {
+		serving := Serving(addr)
+		if serving && (ready == nil || ready()) {
 			return log, process, exited
+		}
+		if time.Now().After(deadline) {
+			// The ready plugin logs which plugins are not ready each time
+			// it is asked ("Plugins not ready").
+			t.Fatalf("%s not ready after 30s (answering DNS on %s: %v):\n%s", name, addr, serving, log.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
