@@ -62,6 +62,61 @@ func KubernetesOptions(p Platform) []string {
 	}
 }
 
+// KubeadmCorefile is the Corefile kubeadm writes
+// (cmd/kubeadm/app/phases/addons/dns/manifests.go, Kubernetes v1.37.1).
+const KubeadmCorefile = `.:53 {
+    errors
+    health {
+       lameduck 5s
+    }
+    ready
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+       pods insecure
+       fallthrough in-addr.arpa ip6.arpa
+       ttl 30
+    }
+    prometheus :9153
+    forward . /etc/resolv.conf {
+       max_concurrent 1000
+    }
+    cache 30 {
+       disable success cluster.local
+       disable denial cluster.local
+    }
+    loop
+    reload
+    loadbalance
+}
+`
+
+// K3sCorefile is the Corefile of k3s's manifests/coredns.yaml (the k3s
+// repository, with %{CLUSTER_DOMAIN}% set to cluster.local), which imports
+// /etc/coredns/custom/*.override into its server block and
+// /etc/coredns/custom/*.server at the top level.
+const K3sCorefile = `.:53 {
+    errors
+    health
+    ready
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+      pods insecure
+      fallthrough in-addr.arpa ip6.arpa
+    }
+    hosts /etc/coredns/NodeHosts {
+      ttl 60
+      reload 15s
+      fallthrough
+    }
+    prometheus :9153
+    forward . /etc/resolv.conf
+    cache 30
+    loop
+    reload
+    loadbalance
+    import /etc/coredns/custom/*.override
+}
+import /etc/coredns/custom/*.server
+`
+
 // ChartDefaultServer is the default servers[] entry of the coredns Helm
 // chart (charts/coredns/values.yaml of github.com/coredns/helm): a list in
 // the values replaces it, so the chart's own server must be repeated.

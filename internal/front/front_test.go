@@ -11,33 +11,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// KubeadmCorefile is the Corefile kubeadm writes
-// (cmd/kubeadm/app/phases/addons/dns/manifests.go, Kubernetes v1.37.1).
-const kubeadmCorefile = `.:53 {
-    errors
-    health {
-       lameduck 5s
-    }
-    ready
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-       pods insecure
-       fallthrough in-addr.arpa ip6.arpa
-       ttl 30
-    }
-    prometheus :9153
-    forward . /etc/resolv.conf {
-       max_concurrent 1000
-    }
-    cache 30 {
-       disable success cluster.local
-       disable denial cluster.local
-    }
-    loop
-    reload
-    loadbalance
-}
-`
-
 // The addresses the docs use for the standalone Service: one of kubeadm's
 // Service range (10.96.0.0/12), one of k3s's (10.43.0.0/16).
 const (
@@ -135,8 +108,8 @@ func TestMergeAndRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	merged := Merge(kubeadmCorefile, Corefile(servers))
-	if !strings.HasPrefix(merged, kubeadmCorefile) {
+	merged := Merge(KubeadmCorefile, Corefile(servers))
+	if !strings.HasPrefix(merged, KubeadmCorefile) {
 		t.Errorf("the cluster's own blocks changed:\n%s", merged)
 	}
 	// Merging again with another address replaces the blocks.
@@ -148,15 +121,15 @@ func TestMergeAndRemove(t *testing.T) {
 	if strings.Contains(again, "10.96.143.7") || strings.Count(again, BeginMarker) != 1 || !strings.Contains(again, "10.96.143.8") {
 		t.Errorf("merged twice:\n%s", again)
 	}
-	if got := Remove(again); got != kubeadmCorefile {
-		t.Errorf("removed:\n%s\nwant\n%s", got, kubeadmCorefile)
+	if got := Remove(again); got != KubeadmCorefile {
+		t.Errorf("removed:\n%s\nwant\n%s", got, KubeadmCorefile)
 	}
 }
 
 func TestRender(t *testing.T) {
 	o := docsOptions("10.43.143.7")
 	for _, p := range Platforms {
-		out, err := Render(p, o, kubeadmCorefile)
+		out, err := Render(p, o, KubeadmCorefile)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -216,7 +189,7 @@ func TestDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for marker, want := range map[string]string{
-		"<!-- recipe: stock -->":         Merge(kubeadmCorefile, Corefile(servers)),
+		"<!-- recipe: stock -->":         Merge(KubeadmCorefile, Corefile(servers)),
 		"<!-- recipe: k3s -->":           k3s,
 		"<!-- recipe: coredns-chart -->": chart,
 	} {

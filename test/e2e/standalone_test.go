@@ -204,46 +204,18 @@ func TestStandaloneBehindStockCoreDNS(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(custom, "multicluster.server"), []byte(localize(t, server, fPort, fReady, map[string]string{recipeK3sAddress: standalone.addr})), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		k3s := strings.NewReplacer("/etc/coredns/", dir+"/").Replace(k3sCorefile)
+		k3s := strings.NewReplacer("/etc/coredns/", dir+"/").Replace(mcsfront.K3sCorefile)
 		frontServer := startCorefile(t, "k3s's CoreDNS with coredns-custom", stock, localize(t, k3s, fPort, fReady, map[string]string{"/etc/resolv.conf": upstream.addr}), fPort, fReady)
 		pPort, pReady := harness.FreePort(t), harness.FreePort(t)
 		plainDir := t.TempDir()
 		if err := os.WriteFile(filepath.Join(plainDir, "NodeHosts"), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		plainK3s := strings.NewReplacer("/etc/coredns/", plainDir+"/").Replace(k3sCorefile)
+		plainK3s := strings.NewReplacer("/etc/coredns/", plainDir+"/").Replace(mcsfront.K3sCorefile)
 		plain := startCorefile(t, "k3s's CoreDNS alone", stock, localize(t, plainK3s, pPort, pReady, map[string]string{"/etc/resolv.conf": upstream.addr}), pPort, pReady)
 		checkFront(t, frontServer, plain, standalone, upstream, ns, web, "k3s")
 	})
 }
-
-// k3sCorefile is the Corefile of k3s's manifests/coredns.yaml (the k3s
-// repository, with %{CLUSTER_DOMAIN}% set to cluster.local), which imports
-// /etc/coredns/custom/*.override into its server block and
-// /etc/coredns/custom/*.server at the top level.
-const k3sCorefile = `.:53 {
-    errors
-    health
-    ready
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-      pods insecure
-      fallthrough in-addr.arpa ip6.arpa
-    }
-    hosts /etc/coredns/NodeHosts {
-      ttl 60
-      reload 15s
-      fallthrough
-    }
-    prometheus :9153
-    forward . /etc/resolv.conf
-    cache 30
-    loop
-    reload
-    loadbalance
-    import /etc/coredns/custom/*.override
-}
-import /etc/coredns/custom/*.server
-`
 
 // k3sCustomServer returns the multicluster.server key of the coredns-custom
 // ConfigMap docs/platforms.md gives for k3s.

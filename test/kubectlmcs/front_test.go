@@ -1,0 +1,262 @@
+package kubectlmcs
+
+import (
+	"encoding/json"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/coredns-mcs/coredns-mcs/internal/front"
+	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
+)
+
+// platformCluster is a control plane shaped as a platform ships its
+// cluster DNS: its Service range, its DNS objects, and coredns-mcs
+// standalone installed from manifests/standalone.
+type platformCluster struct {
+	cp      *controlplane.ControlPlane
+	kube    kubernetes.Interface
+	address string // the standalone Service's ClusterIP
+}
+
+// dnsDeployment is a cluster DNS Deployment in kube-system (no node runs
+// its pods: only its shape matters), mounting the ConfigMaps named.
+func dnsDeployment(name string, configMaps ...string) *appsv1.Deployment {
+	labels := map[string]string{"k8s-app": "kube-dns"}
+	d := &appsv1.Deployment{
+		ObjectMeta: meta.ObjectMeta{Name: name, Namespace: "kube-system", Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &meta.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: meta.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "dns", Image: "dns:test"}}},
+			},
+		},
+	}
+	for _, cm := range configMaps {
+		optional := cm != "coredns"
+		d.Spec.Template.Spec.Volumes = append(d.Spec.Template.Spec.Volumes, corev1.Volume{Name: cm, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}, Optional: &optional},
+		}})
+	}
+	return d
+}
+
+// startPlatform starts a control plane with serviceRange, creates objects
+// and installs manifests/standalone.
+func startPlatform(t *testing.T, serviceRange string, objects ...any) *platformCluster {
+	t.Helper()
+	cp := controlplane.ForTest(t, controlplane.Options{ServiceClusterIPRange: serviceRange})
+	p := &platformCluster{cp: cp, kube: kubernetes.NewForConfigOrDie(cp.Config)}
+	ctx := t.Context()
+	for _, o := range objects {
+		var err error
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			_, err = p.kube.AppsV1().Deployments(o.Namespace).Create(ctx, o, meta.CreateOptions{})
+		case *corev1.ConfigMap:
+			_, err = p.kube.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, meta.CreateOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var manifests []apply.Manifest
+	for _, f := range []string{"serviceaccount.yaml", "rbac.yaml", "configmap.yaml", "deployment.yaml", "service.yaml"} {
+		found, err := apply.ReadFile(filepath.Join(repo, "manifests", "standalone", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifests = append(manifests, found...)
+	}
+	if err := apply.Apply(ctx, cp.Config, manifests); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := p.kube.CoreV1().Services("kube-system").Get(ctx, "coredns-mcs", meta.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.address = svc.Spec.ClusterIP
+	_, ipnet, _ := net.ParseCIDR(strings.Split(serviceRange, ",")[0])
+	if ip := net.ParseIP(p.address); ip == nil || !ipnet.Contains(ip) {
+		t.Fatalf("the standalone Service's ClusterIP %q is not in the cluster's range %s", p.address, serviceRange)
+	}
+	return p
+}
+
+func (p *platformCluster) front(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	c := &cluster{cp: p.cp}
+	return c.kubectlMCS(t, append([]string{"front", "--clusterset-cidr", "10.42.0.0/16"}, args...)...)
+}
+
+func (p *platformCluster) configMap(t *testing.T, name string) *corev1.ConfigMap {
+	t.Helper()
+	cm, err := p.kube.CoreV1().ConfigMaps("kube-system").Get(t.Context(), name, meta.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm
+}
+
+func corefileConfigMap(text string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: "coredns", Namespace: "kube-system"}, Data: map[string]string{"Corefile": text}}
+}
+
+// expectForwarding checks that blocks forward to the standalone Service's
+// address, with the stand-in after it.
+func (p *platformCluster) expectForwarding(t *testing.T, what, blocks string) {
+	t.Helper()
+	want := "forward . " + p.address + " 127.0.0.1:5301 {"
+	if strings.Count(blocks, want) != 3 || !strings.Contains(blocks, "template ANY ANY") {
+		t.Errorf("%s does not forward to %s with the stand-in after it:\n%s", what, p.address, blocks)
+	}
+}
+
+// TestFrontPerPlatform runs kubectl mcs front against a real API server in
+// each platform's shape: its Service range (the standalone Service takes
+// an address of it), its cluster DNS objects, detected or named; the
+// configuration printed, applied and removed again.
+func TestFrontPerPlatform(t *testing.T) {
+	t.Run("kubeadm", func(t *testing.T) {
+		// kubeadm's default Service range (--service-cidr) and Corefile.
+		p := startPlatform(t, "10.96.0.0/12", dnsDeployment("coredns", "coredns"), corefileConfigMap(front.KubeadmCorefile),
+			&corev1.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system"}})
+		code, out, errOut := p.front(t)
+		if code != 0 || !strings.Contains(out, "# platform: kubeadm (kube-system/kubeadm-config exists)") {
+			t.Fatalf("front: %d\n%s%s", code, out, errOut)
+		}
+		code, out, errOut = p.front(t, "--apply")
+		if code != 0 {
+			t.Fatalf("front --apply: %d\n%s%s", code, out, errOut)
+		}
+		applied := p.configMap(t, "coredns").Data["Corefile"]
+		if !strings.HasPrefix(applied, front.KubeadmCorefile) {
+			t.Errorf("kubeadm's own block changed:\n%s", applied)
+		}
+		p.expectForwarding(t, "the applied Corefile", applied)
+		// kubeadm's stanza options, read from the cluster's Corefile.
+		if !strings.Contains(applied, "kubernetes cluster.local {\n        pods insecure\n        ttl 30\n        fallthrough cluster.local\n    }") {
+			t.Errorf("the added kubernetes stanza lacks kubeadm's options:\n%s", applied)
+		}
+		// Applied twice: the same.
+		if code, out, errOut = p.front(t, "--apply"); code != 0 || p.configMap(t, "coredns").Data["Corefile"] != applied {
+			t.Errorf("front --apply again: %d\n%s%s\n%s", code, out, errOut, p.configMap(t, "coredns").Data["Corefile"])
+		}
+		if code, out, errOut = p.front(t, "--remove", "--apply"); code != 0 {
+			t.Fatalf("front --remove --apply: %d\n%s%s", code, out, errOut)
+		}
+		if got := p.configMap(t, "coredns").Data["Corefile"]; got != front.KubeadmCorefile {
+			t.Errorf("after removal:\n%s\nwant kubeadm's:\n%s", got, front.KubeadmCorefile)
+		}
+	})
+	t.Run("k3s", func(t *testing.T) {
+		// k3s's default Service range (10.43.0.0/16) and its CoreDNS,
+		// which mounts the optional ConfigMap coredns-custom.
+		p := startPlatform(t, "10.43.0.0/16", dnsDeployment("coredns", "coredns", "coredns-custom"), corefileConfigMap(front.K3sCorefile))
+		code, out, errOut := p.front(t, "--apply")
+		if code != 0 || !strings.Contains(out, "# platform: k3s") {
+			t.Fatalf("front --apply: %d\n%s%s", code, out, errOut)
+		}
+		custom := p.configMap(t, "coredns-custom").Data[front.CustomKey]
+		p.expectForwarding(t, "coredns-custom "+front.CustomKey, custom)
+		if strings.Contains(custom, "ttl") || !strings.Contains(custom, "pods insecure") {
+			t.Errorf("k3s's kubernetes stanza has pods insecure and no ttl; the added one:\n%s", custom)
+		}
+		if got := p.configMap(t, "coredns").Data["Corefile"]; got != front.K3sCorefile {
+			t.Errorf("k3s's own Corefile changed:\n%s", got)
+		}
+		if code, out, errOut = p.front(t, "--remove", "--apply"); code != 0 {
+			t.Fatalf("front --remove --apply: %d\n%s%s", code, out, errOut)
+		}
+		if _, ok := p.configMap(t, "coredns-custom").Data[front.CustomKey]; ok {
+			t.Errorf("%s is still in coredns-custom after removal", front.CustomKey)
+		}
+	})
+	t.Run("aks", func(t *testing.T) {
+		// AKS's default Service range (10.0.0.0/16, kubenet and Azure CNI
+		// overlay) and its coredns-custom ConfigMap, which exists already
+		// with a key of the user's own.
+		other := &corev1.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: "coredns-custom", Namespace: "kube-system"}, Data: map[string]string{"log.override": "log"}}
+		p := startPlatform(t, "10.0.0.0/16", dnsDeployment("coredns", "coredns", "coredns-custom"), other)
+		code, out, errOut := p.front(t, "--platform", "aks", "--apply")
+		if code != 0 {
+			t.Fatalf("front --apply: %d\n%s%s", code, out, errOut)
+		}
+		cm := p.configMap(t, "coredns-custom")
+		p.expectForwarding(t, "coredns-custom "+front.CustomKey, cm.Data[front.CustomKey])
+		if cm.Data["log.override"] != "log" {
+			t.Errorf("the user's own key changed: %v", cm.Data)
+		}
+	})
+	t.Run("eks", func(t *testing.T) {
+		// EKS's Service range 172.20.0.0/16 (used when the VPC is in
+		// 10.0.0.0/8): the add-on value keeps the cluster's Corefile.
+		p := startPlatform(t, "172.20.0.0/16", dnsDeployment("coredns", "coredns"), corefileConfigMap(front.KubeadmCorefile))
+		code, out, errOut := p.front(t, "--platform", "eks")
+		if code != 0 {
+			t.Fatalf("front: %d\n%s%s", code, out, errOut)
+		}
+		var value struct {
+			Corefile string `json:"corefile"`
+		}
+		body := out[strings.Index(out, "{"):]
+		if err := json.Unmarshal([]byte(body), &value); err != nil {
+			t.Fatalf("the add-on configuration: %v\n%s", err, out)
+		}
+		if !strings.HasPrefix(value.Corefile, front.KubeadmCorefile) {
+			t.Errorf("the cluster's own Corefile is not kept:\n%s", value.Corefile)
+		}
+		p.expectForwarding(t, "the add-on corefile", value.Corefile)
+		if code, _, errOut = p.front(t, "--platform", "eks", "--apply"); code != 1 || !strings.Contains(errOut, "aws eks update-addon") {
+			t.Errorf("front --platform eks --apply: %d, %s (want 1 and how to apply it)", code, errOut)
+		}
+	})
+	t.Run("kube-dns", func(t *testing.T) {
+		existing := `{"corp.example":["10.1.2.3"]}`
+		p := startPlatform(t, "10.96.0.0/12", dnsDeployment("kube-dns"),
+			&corev1.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: "kube-dns", Namespace: "kube-system"}, Data: map[string]string{"stubDomains": existing}})
+		code, out, errOut := p.front(t, "--apply")
+		if code != 0 || !strings.Contains(out, "# platform: kube-dns") {
+			t.Fatalf("front --apply: %d\n%s%s", code, out, errOut)
+		}
+		var stubs map[string][]string
+		if err := json.Unmarshal([]byte(p.configMap(t, "kube-dns").Data["stubDomains"]), &stubs); err != nil {
+			t.Fatal(err)
+		}
+		for _, z := range []string{"clusterset.local", "42.10.in-addr.arpa", "corp.example"} {
+			if len(stubs[z]) != 1 || (z != "corp.example" && stubs[z][0] != p.address) {
+				t.Errorf("stub domain %s: %v", z, stubs[z])
+			}
+		}
+		if code, out, errOut = p.front(t, "--remove", "--apply"); code != 0 {
+			t.Fatalf("front --remove --apply: %d\n%s%s", code, out, errOut)
+		}
+		if got := p.configMap(t, "kube-dns").Data["stubDomains"]; got != existing {
+			t.Errorf("stubDomains after removal: %s, want %s", got, existing)
+		}
+	})
+	t.Run("no standalone Service", func(t *testing.T) {
+		cp := controlplane.ForTest(t, controlplane.Options{})
+		kube := kubernetes.NewForConfigOrDie(cp.Config)
+		if _, err := kube.AppsV1().Deployments("kube-system").Create(t.Context(), dnsDeployment("coredns", "coredns"), meta.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kube.CoreV1().ConfigMaps("kube-system").Create(t.Context(), corefileConfigMap(front.KubeadmCorefile), meta.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		c := &cluster{cp: cp}
+		code, _, errOut := c.kubectlMCS(t, "front")
+		if code != 1 || !strings.Contains(errOut, "the standalone Service kube-system/coredns-mcs") || !strings.Contains(errOut, "manifests/standalone") {
+			t.Errorf("front without the standalone Service: %d, %s", code, errOut)
+		}
+	})
+}
