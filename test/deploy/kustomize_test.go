@@ -26,9 +26,6 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
 )
 
-// image is the image reference the kustomizations ship with.
-const image = "ghcr.io/coredns-mcs/coredns-mcs:v0.1.0"
-
 // kubectl runs the preinstalled kubectl (with its built-in kustomize)
 // against a control plane.
 type kubectl struct {
