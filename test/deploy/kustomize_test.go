@@ -130,6 +130,7 @@ func TestKustomizationsRender(t *testing.T) {
 		"manifests/monitoring": {
 			"PrometheusRule kube-system/coredns-mcs",
 			"ServiceMonitor kube-system/coredns-mcs",
+			"ServiceMonitor kube-system/coredns-mcs-standalone",
 		},
 	} {
 		t.Run(strings.ReplaceAll(dir, "/", "_"), func(t *testing.T) {
