@@ -86,7 +86,8 @@ func corefileOfDoc(t *testing.T, doc, marker string) string {
 // localize makes a Corefile run on loopback against the test's API server:
 // every server block on port, health, ready and prometheus on free ports
 // (ready on readyPort), every kubernetes and multicluster stanza given the
-// kubeconfig, and forward targets replaced as in forwards.
+// kubeconfig, forward targets replaced as in forwards, and port 5301 (the
+// front's stand-in) on a free port.
 func localize(t *testing.T, corefile string, port, readyPort int, forwards map[string]string) string {
 	t.Helper()
 	out := regexp.MustCompile(`(?m)^(\S+):53 \{$`).ReplaceAllString(corefile, fmt.Sprintf("${1}:%d {", port))
@@ -103,6 +104,11 @@ func localize(t *testing.T, corefile string, port, readyPort int, forwards map[s
 	out = regexp.MustCompile(`(?m)^(\s+)(kubernetes|multicluster)( [^{\n]*)\{$`).ReplaceAllString(out, "${1}${2}${3}{\n${1}    kubeconfig "+cp.Kubeconfig)
 	for from, to := range forwards {
 		out = strings.ReplaceAll(out, "forward . "+from, "forward . "+to)
+	}
+	// The front's stand-in server block (bind 127.0.0.1, port 5301) and the
+	// forwards to it, on a free port.
+	if strings.Contains(out, ":5301") {
+		out = strings.ReplaceAll(out, ":5301", fmt.Sprintf(":%d", harness.FreePort(t)))
 	}
 	return out
 }
