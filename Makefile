@@ -1,14 +1,25 @@
 # coredns-mcs: CoreDNS with the multicluster plugin.
 SHELL := /bin/bash
 GO ?= go
+# RELEASE_VERSION, from the file VERSION, is the one release version: the
+# image tag the manifests (image:, newTag:) and the chart (Chart.yaml
+# appVersion) pull, the versions the docs print, and the tag make image gives
+# by default. Change them together; test/deploy TestOneVersion checks.
+RELEASE_VERSION := $(shell cat VERSION 2>/dev/null)
+# VERSION is the binary's own version string (coredns -version) and the
+# release archives' name.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 LDFLAGS := -s -w -X main.version=$(VERSION) -X github.com/coredns/coredns/coremain.GitCommit=$(COMMIT)
 BINARY := build/coredns
 KUBECTL_MCS := build/kubectl-mcs
-IMAGE ?= ghcr.io/coredns-mcs/coredns-mcs:$(VERSION)
+# The image's tag: the release version, so that the image make image writes is
+# the one the manifests pull; a VERSION given to make (make image
+# VERSION=v0.2.0) tags with that instead.
+IMAGE_TAG ?= $(if $(filter file,$(origin VERSION)),$(RELEASE_VERSION),$(VERSION))
+IMAGE ?= ghcr.io/coredns-mcs/coredns-mcs:$(IMAGE_TAG)
 
-.PHONY: all build kubectl-mcs gen check-gen test test-unit test-e2e testbin run lint clean image release release-check bench
+.PHONY: all build kubectl-mcs gen check-gen test test-unit test-e2e testbin run lint clean image image-name release release-check bench
 
 all: build kubectl-mcs
 
@@ -105,6 +116,9 @@ image: ## the image $(IMAGE) as an archive, $(IMAGE_ARCHIVE), without docker or 
 		-label org.opencontainers.image.version='$(VERSION)' \
 		-label org.opencontainers.image.revision='$(COMMIT)' \
 		-label org.opencontainers.image.source='$(IMAGE_SOURCE)'
+
+image-name: ## print the image reference make image writes
+	@echo '$(IMAGE)'
 
 release: ## release/: cross-built archives and checksums for every platform (Makefile.release)
 	$(MAKE) -f Makefile.release release VERSION='$(VERSION)' COMMIT='$(COMMIT)'

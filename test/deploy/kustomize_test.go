@@ -26,9 +26,6 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
 )
 
-// image is the image reference the kustomizations ship with.
-const image = "ghcr.io/coredns-mcs/coredns-mcs:v0.1.0"
-
 // kubectl runs the preinstalled kubectl (with its built-in kustomize)
 // against a control plane.
 type kubectl struct {
@@ -133,6 +130,7 @@ func TestKustomizationsRender(t *testing.T) {
 		"manifests/monitoring": {
 			"PrometheusRule kube-system/coredns-mcs",
 			"ServiceMonitor kube-system/coredns-mcs",
+			"ServiceMonitor kube-system/coredns-mcs-standalone",
 		},
 	} {
 		t.Run(strings.ReplaceAll(dir, "/", "_"), func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,6 +40,18 @@ type prometheusServer struct {
 // of its cause rather than minutes. The expressions are the shipped ones.
 func startPrometheus(t *testing.T, target string) *prometheusServer {
 	t.Helper()
+	return startPrometheusWith(t, fmt.Sprintf(`  - job_name: coredns
+    static_configs:
+      - targets: [%q]
+`, target), nil)
+}
+
+// startPrometheusWith runs Prometheus with scrapeConfigs (the entries of
+// scrape_configs), scraping every second, and the rules of
+// manifests/monitoring evaluated every second with every "for" cut to 2 s,
+// then rewritten by rewrite if it is not nil.
+func startPrometheusWith(t *testing.T, scrapeConfigs string, rewrite func([]byte) []byte) *prometheusServer {
+	t.Helper()
 	prometheus := testbin.Binary(t, "prometheus", "prometheus")
 	rules, err := os.ReadFile("../../manifests/monitoring/coredns-mcs.rules.yaml")
 	if err != nil {
@@ -48,19 +61,19 @@ func startPrometheus(t *testing.T, target string) *prometheusServer {
 	if slices.Equal(shortened, rules) {
 		t.Fatal("no \"for\" to shorten in the rules: the file is not what this test expects")
 	}
+	if rewrite != nil {
+		shortened = rewrite(shortened)
+	}
 	work := t.TempDir()
 	if err := os.WriteFile(filepath.Join(work, "rules.yaml"), shortened, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	config := fmt.Sprintf(`global:
+	config := `global:
   scrape_interval: 1s
   evaluation_interval: 1s
 rule_files: [rules.yaml]
 scrape_configs:
-  - job_name: coredns
-    static_configs:
-      - targets: [%q]
-`, target)
+` + scrapeConfigs
 	if err := os.WriteFile(filepath.Join(work, "prometheus.yml"), []byte(config), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +297,7 @@ func TestAlertsWithPrometheus(t *testing.T) {
 		}
 	}
 
-	checkDashboard(t, prom, "../../docs/dashboards/coredns-mcs.json")
+	checkDashboard(t, prom, "../../docs/dashboards/coredns-mcs.json", "coredns", nil)
 }
 
 // waitScraped waits until expr has a result.
@@ -303,10 +316,11 @@ func waitScraped(t *testing.T, p *prometheusServer, expr string) {
 	}
 }
 
-// checkDashboard runs every query of the dashboard, with its variables set
-// as Grafana would for this Prometheus, and wants each to parse and return
-// series.
-func checkDashboard(t *testing.T, p *prometheusServer, path string) {
+// checkDashboard runs the queries of the dashboard's panels (all of them,
+// or those titled in only), with its variables set as Grafana would for this
+// Prometheus (job to the regular expression of the jobs selected), and wants
+// each to parse and return series.
+func checkDashboard(t *testing.T, p *prometheusServer, path, job string, only []string) {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -340,12 +354,13 @@ func checkDashboard(t *testing.T, p *prometheusServer, path string) {
 			t.Errorf("dashboard: no %q variable", want)
 		}
 	}
-	set := strings.NewReplacer(`"$job"`, `"coredns"`, `"$instance"`, `".*"`, "$__rate_interval", "1m")
-	queries := 0
+	set := strings.NewReplacer(`"$job"`, strconv.Quote(job), `"$instance"`, `".*"`, "$__rate_interval", "1m")
+	queries, panels := 0, 0
 	for _, panel := range dash.Panels {
-		if panel.Type == "row" {
+		if panel.Type == "row" || only != nil && !slices.Contains(only, panel.Title) {
 			continue
 		}
+		panels++
 		if len(panel.Targets) == 0 {
 			t.Errorf("panel %q has no query", panel.Title)
 		}
@@ -365,5 +380,8 @@ func checkDashboard(t *testing.T, p *prometheusServer, path string) {
 			}
 		}
 	}
-	t.Logf("dashboard: %d queries of %d panels answered with series", queries, len(dash.Panels))
+	if only != nil && panels != len(only) {
+		t.Errorf("dashboard: %d of the panels %q found", panels, only)
+	}
+	t.Logf("dashboard, job=~%q: %d queries of %d panels answered with series", job, queries, panels)
 }

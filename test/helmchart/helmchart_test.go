@@ -313,6 +313,23 @@ func TestLintAndRender(t *testing.T) {
 			t.Errorf("PrometheusRule has %d groups, want the 2 of the rules file", len(groups))
 		}
 	})
+	t.Run("monitor job", func(t *testing.T) {
+		// The ServiceMonitor's job: coredns for the cluster DNS, which the
+		// coredns-mixin's alerts (CoreDNSDown) select; coredns-mcs for the
+		// standalone server, so that beside the cluster's own CoreDNS (job
+		// coredns) two servers are never one job.
+		for _, c := range []struct {
+			args []string
+			want string
+		}{{everything, "coredns-mcs"}, {slices.Concat(clusterDNS, everything), "coredns"}} {
+			sm := find(render(t, c.args...), "ServiceMonitor")
+			endpoints, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+			got := fmt.Sprint(endpoints)
+			if len(endpoints) != 1 || !strings.Contains(got, "replacement:"+c.want+" ") && !strings.Contains(got, "replacement:"+c.want+"]") {
+				t.Errorf("%v: ServiceMonitor endpoints %s, want the job relabelled to %s", c.args, got, c.want)
+			}
+		}
+	})
 	t.Run("fallback off keeps cluster.local", func(t *testing.T) {
 		for _, mode := range [][]string{nil, clusterDNS} {
 			corefile := corefileOf(t, render(t, slices.Concat(mode, noFallback)...))

@@ -26,6 +26,7 @@ const (
 	prometheusRule = "../../manifests/monitoring/prometheusrule.yaml"
 	runbooks       = "../../docs/runbooks.md"
 	unitTests      = "testdata/alerts_test.yaml"
+	scrapeConfigs  = "../../manifests/monitoring/prometheus-scrape-configs.yaml"
 )
 
 func promtool(t *testing.T) string {
@@ -45,6 +46,36 @@ func run(t *testing.T, bin string, args ...string) string {
 func TestRulesLoad(t *testing.T) {
 	out := run(t, promtool(t), "check", "rules", "--lint=all", "--lint-fatal", rulesFile)
 	t.Log(strings.TrimSpace(out))
+}
+
+// TestScrapeConfigs: the scrape jobs shipped for a Prometheus without the
+// Operator load in a Prometheus configuration, with the job names the rules
+// select.
+func TestScrapeConfigs(t *testing.T) {
+	data, err := os.ReadFile(scrapeConfigs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		ScrapeConfigs []struct {
+			JobName string `json:"job_name"`
+		} `json:"scrape_configs"`
+	}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	var jobs []string
+	for _, c := range cfg.ScrapeConfigs {
+		jobs = append(jobs, c.JobName)
+	}
+	if strings.Join(jobs, ",") != "coredns,coredns-mcs" {
+		t.Errorf("%s: jobs %v, want coredns and coredns-mcs", scrapeConfigs, jobs)
+	}
+	config := filepath.Join(t.TempDir(), "prometheus.yml")
+	if err := os.WriteFile(config, append([]byte("global:\n  scrape_interval: 30s\n"), data...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(strings.TrimSpace(run(t, promtool(t), "check", "config", "--lint=all", "--lint-fatal", config)))
 }
 
 func TestAlertsUnitTests(t *testing.T) {
