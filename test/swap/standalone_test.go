@@ -3,6 +3,7 @@
 package swap
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,16 +67,51 @@ func (r *upstreamRecorder) asked() []string {
 	return slices.Clone(r.names)
 }
 
-// recipe returns the stock CoreDNS Corefile of docs/platforms.md, with the
-// reverse zone of this test's ClusterSetIP range (10.100.0.0/16) where the
-// doc's example has 10.42.0.0/16, as the doc tells users to write theirs.
-func (s *scenario) recipe() string {
+// kubectlMCS runs kubectl mcs (built from cmd/kubectl-mcs) in the node's
+// network namespace, where kube-apiserver listens, against the node's
+// cluster.
+func (s *scenario) kubectlMCS(args ...string) string {
 	s.t.Helper()
-	block, err := harness.DocBlock(filepath.Join(s.root, "docs", "platforms.md"), "<!-- recipe: stock -->")
-	if err != nil {
-		s.t.Fatal(err)
+	bin := filepath.Join(s.work, "kubectl-mcs")
+	if _, err := os.Stat(bin); err != nil {
+		if _, err := harness.GoBuild(bin, "github.com/coredns-mcs/coredns-mcs/cmd/kubectl-mcs"); err != nil {
+			s.t.Fatal(err)
+		}
 	}
-	return strings.ReplaceAll(block, "42.10.in-addr.arpa:53", "100.10.in-addr.arpa:53")
+	cmd := exec.CommandContext(s.ctx, bin, append(args, "--kubeconfig", s.n.ControlPlane.Kubeconfig)...)
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := s.n.NetNS.Do(cmd.Start)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
+		s.t.Fatalf("kubectl mcs %s: %v\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String()
+}
+
+// front applies the cluster DNS's configuration kubectl mcs front writes
+// for this cluster (this test's ClusterSetIP range is 10.100.0.0/16) and
+// restarts stock CoreDNS; it returns the Corefile applied, which must be
+// kubeadm's (corefile) with blocks forwarding to the standalone Service's
+// current address.
+func (s *scenario) front(corefile string) string {
+	s.t.Helper()
+	out := s.kubectlMCS("front", "--apply", "--clusterset-cidr", "10.100.0.0/16")
+	if !strings.Contains(out, "# platform: kubeadm") {
+		s.t.Errorf("kubectl mcs front detected:\n%s", out)
+	}
+	applied := s.kubectl("-n", "kube-system", "get", "configmap", "coredns", "-o", "jsonpath={.data.Corefile}")
+	address := strings.TrimSpace(s.kubectl("-n", "kube-system", "get", "service", "coredns-mcs", "-o", "jsonpath={.spec.clusterIP}"))
+	if !strings.HasPrefix(applied, strings.TrimRight(corefile, "\n")+"\n") {
+		s.t.Fatalf("the applied Corefile does not begin with kubeadm's:\n%s\nkubeadm's:\n%s", applied, corefile)
+	}
+	if !strings.Contains(applied, "forward . "+address+" 127.0.0.1:5301") || !strings.Contains(applied, "100.10.in-addr.arpa:53") {
+		s.t.Fatalf("the applied Corefile does not forward to the standalone Service at %s:\n%s", address, applied)
+	}
+	s.restartDNS()
+	return applied
 }
 
 // localQueries are the names of the cluster's own Services.
@@ -108,15 +144,12 @@ func (s *scenario) standalone(manifests, corefile, webIP string) {
 	upstream := s.recordUpstream()
 	stock := s.dig("stock", localQueries(webIP)...)
 
-	// The recipe is kubeadm's Corefile, unchanged, plus server blocks.
-	recipe := s.recipe()
-	if !strings.HasPrefix(recipe, strings.TrimRight(corefile, "\n")+"\n") {
-		t.Fatalf("the recipe of docs/platforms.md does not begin with kubeadm's Corefile:\n%s\nkubeadm's:\n%s", recipe, corefile)
-	}
+	// kubectl mcs front writes kubeadm's Corefile, unchanged, plus server
+	// blocks forwarding to the Service's address, which the cluster chose.
 	s.kubectl("apply", "--server-side", "-k", filepath.Join(manifests, "standalone"))
 	s.kubectl("-n", "kube-system", "rollout", "status", "deploy/coredns-mcs", "--timeout=3m")
-	s.setCorefile(recipe)
-	t.Logf("standalone (kubectl -k) installed and the Corefile edited in %.1fs", time.Since(began).Seconds())
+	s.front(corefile)
+	t.Logf("standalone (kubectl -k) installed and the Corefile edited by kubectl mcs front in %.1fs", time.Since(began).Seconds())
 	// From now on the recipe is in place: stock CoreDNS with kubeadm's
 	// Corefile alone sends clusterset names upstream (the looker-up pod
 	// still asks one), with the recipe it must not.
@@ -142,16 +175,21 @@ func (s *scenario) standalone(manifests, corefile, webIP string) {
 		return out.String()
 	}
 	helm("install", "coredns-mcs", filepath.Join(s.root, "charts", "coredns-mcs"), "--namespace", "kube-system",
-		"--set", "service.clusterIP=10.96.0.53", "--set", "image.tag="+mcsImageTag, "--set", "image.pullPolicy=Never", "--set", "replicaCount=1")
+		"--set", "image.tag="+mcsImageTag, "--set", "image.pullPolicy=Never", "--set", "replicaCount=1")
 	s.kubectl("-n", "kube-system", "rollout", "status", "deploy/coredns-mcs", "--timeout=3m")
-	// While no standalone server ran, the front answered SERVFAIL, which its
-	// cache keeps for up to 5 s.
-	time.Sleep(settle)
+	// The chart's Service has another address: kubectl mcs front again.
+	s.front(corefile)
 	s.checkStandalone("standalone-helm", webIP, stock)
+	s.outage(webIP, stock)
 	asked := upstream.asked()
 
-	// Removal: kubeadm's Corefile back, the chart uninstalled.
-	s.setCorefile(corefile)
+	// Removal: kubectl mcs front --remove puts kubeadm's Corefile back; the
+	// chart is uninstalled.
+	s.kubectlMCS("front", "--remove", "--apply")
+	if got := s.kubectl("-n", "kube-system", "get", "configmap", "coredns", "-o", "jsonpath={.data.Corefile}"); got != corefile {
+		t.Errorf("after kubectl mcs front --remove, the Corefile is\n%s\nnot kubeadm's\n%s", got, corefile)
+	}
+	s.restartDNS()
 	helm("uninstall", "coredns-mcs", "--namespace", "kube-system", "--wait")
 	restored := s.dig("restored", append(localQueries(webIP), query{"+notcp", importedName, "A"}, query{"+notcp", clustersetName, "A"})...)
 	restored.expect(t, query{"+notcp", importedName, "A"}, "NXDOMAIN")
@@ -180,6 +218,12 @@ func (s *scenario) setCorefile(corefile string) {
 	writeFile(s.t, filepath.Join(s.work, "Corefile.next"), corefile)
 	configMap := s.kubectl("-n", "kube-system", "create", "configmap", "coredns", "--from-file=Corefile=Corefile.next", "--dry-run=client", "-o", "yaml")
 	s.kubectlWithInput(configMap, "apply", "--server-side", "--force-conflicts", "-f", "-")
+	s.restartDNS()
+}
+
+// restartDNS restarts stock CoreDNS, so that it reads its Corefile at once.
+func (s *scenario) restartDNS() {
+	s.t.Helper()
 	s.kubectl("-n", "kube-system", "rollout", "restart", "deploy/coredns")
 	s.kubectl("-n", "kube-system", "rollout", "status", "deploy/coredns", "--timeout=3m")
 	time.Sleep(settle)
@@ -233,6 +277,48 @@ func (s *scenario) checkStandalone(name, webIP string, stock digResults) {
 			t.Errorf("%s: NXDOMAIN took %d ms", q.name, ms)
 		} else {
 			t.Logf("%s: %s NXDOMAIN in %d ms", name, q.name, ms)
+		}
+	}
+}
+
+// outage scales the standalone server to 0 replicas: through the cluster
+// DNS, local names answer as stock CoreDNS alone did, a pod's search-path
+// expansions and the import-only name answer NXDOMAIN at once (the front's
+// stand-in), never SERVFAIL; scaled back, the import answers again.
+func (s *scenario) outage(webIP string, stock digResults) {
+	t := s.t
+	t.Helper()
+	s.kubectl("-n", "kube-system", "scale", "deploy/coredns-mcs", "--replicas=0")
+	s.kubectl("-n", "kube-system", "wait", "--for=delete", "pod", "-l", "app.kubernetes.io/name=coredns-mcs", "--timeout=2m")
+	expansions := []query{
+		{"+stats", "example.org.demo.svc.cluster.local.", "A"},
+		{"+stats", "example.org.svc.cluster.local.", "A"},
+		{"+stats", importedName, "A"},
+		{"+stats", clustersetName, "A"},
+	}
+	got := s.dig("standalone-down", append(localQueries(webIP), expansions...)...)
+	for _, q := range localQueries(webIP) {
+		if a, b := stock[q], got[q]; a.status != b.status || !slices.Equal(a.records, b.records) {
+			t.Errorf("standalone scaled to 0: %s %s over %s: %s %v, stock CoreDNS alone answered %s %v", q.name, q.qtype, protoName(q.proto), b.status, b.records, a.status, a.records)
+		}
+	}
+	for _, q := range expansions {
+		got.expect(t, q, "NXDOMAIN")
+		if m := queryTime.FindStringSubmatch(got[q].raw); m != nil {
+			t.Logf("standalone scaled to 0: %s NXDOMAIN in %s ms", q.name, m[1])
+		}
+	}
+	s.kubectl("-n", "kube-system", "scale", "deploy/coredns-mcs", "--replicas=1")
+	s.kubectl("-n", "kube-system", "rollout", "status", "deploy/coredns-mcs", "--timeout=3m")
+	// The front's health check finds it again within a second; the
+	// stand-in's NXDOMAIN stays in the front's cache for up to 5 s.
+	deadline := time.Now().Add(time.Minute)
+	for i := 0; ; i++ {
+		back := s.dig(fmt.Sprintf("standalone-back-%d", i), query{"+notcp", importedName, "A"})
+		if a := back[query{"+notcp", importedName, "A"}]; a.status == "NOERROR" && slices.Contains(a.records, remoteIP) {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the import does not answer after the standalone server came back: %s %v", a.status, a.records)
 		}
 	}
 }
