@@ -315,7 +315,7 @@ func (s *scenario) outage(webIP string, stock digResults) {
 	deadline := time.Now().Add(time.Minute)
 	for i := 0; ; i++ {
 		back := s.dig(fmt.Sprintf("standalone-back-%d", i), query{"+notcp", importedName, "A"})
-		if a := back[query{"+notcp", importedName, "A"}]; a.status == "NOERROR" && slices.Contains(a.records, remoteIP) {
+		if a := back[query{"+notcp", importedName, "A"}]; a.status == "NOERROR" && slices.Contains(a.records, "A "+remoteIP) {
 			break
 		} else if time.Now().After(deadline) {
 			t.Fatalf("the import does not answer after the standalone server came back: %s %v", a.status, a.records)
