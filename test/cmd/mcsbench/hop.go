@@ -57,41 +57,7 @@ const (
     cache 5
 }
 `
-	// corefileFront is the stock-CoreDNS recipe of docs/platforms.md:
-	// kubeadm's Corefile plus server blocks that forward to the standalone
-	// server.
-	corefileFront = `.:{{.Port}} {
-    ready 127.0.0.1:{{.ReadyPort}}
-    pprof 127.0.0.1:{{.PprofPort}}
-    kubernetes cluster.local in-addr.arpa ip6.arpa {
-        kubeconfig {{.Kubeconfig}}
-        pods insecure
-        fallthrough in-addr.arpa ip6.arpa
-        ttl 30
-    }
-    forward . {{.Upstream}}
-    cache 30 {
-        disable success cluster.local
-        disable denial cluster.local
-    }
-}
-cluster.local:{{.Port}} {
-    kubernetes cluster.local {
-        kubeconfig {{.Kubeconfig}}
-        pods insecure
-        fallthrough cluster.local
-        ttl 30
-    }
-    forward . {{.Standalone}}
-    cache 30 {
-        disable success cluster.local
-    }
-}
-clusterset.local:{{.Port}} {
-    forward . {{.Standalone}}
-    cache 30
-}
-`
+
 )
 
 // fakeUpstream is the resolver beyond the cluster: A 192.0.2.1 for every
@@ -219,7 +185,16 @@ func (b *bench) extraHop(ctx context.Context, g loadgen, serverCPU string, fallb
 		return err
 	}
 	defer standalone.stop()
-	front, err := start("front", b.cfg.stock, corefileFront, map[string]string{"{{.Upstream}}": upstream, "{{.Standalone}}": standalone.addr})
+	// The front: what kubectl mcs front writes for kubeadm.
+	standIn, err := freePorts(1)
+	if err != nil {
+		return err
+	}
+	corefileFront, _, err := frontCorefiles(standalone.addr, upstream, 0, standIn[0]) // 0: the default read timeout
+	if err != nil {
+		return err
+	}
+	front, err := start("front", b.cfg.stock, corefileFront, nil)
 	if err != nil {
 		return err
 	}
@@ -288,8 +263,8 @@ func (r *results) writeHop(p func(string, ...any)) {
 		return
 	}
 	p("## The extra hop of the standalone install\n\n")
-	p("coredns-mcs standalone (manifests/standalone's Corefile) behind stock CoreDNS with the recipe of docs/platforms.md, against coredns-mcs swapped in as the cluster DNS; ")
-	p("both with kubeadm's cache stanza (no cache of cluster.local answers in its server block; the recipe's cluster.local block caches negative answers), both forwarding other names to the same upstream (a resolver in the benchmark's process). ")
+	p("coredns-mcs standalone (manifests/standalone's Corefile) behind stock CoreDNS with kubeadm's Corefile and what kubectl mcs front adds to it (docs/platforms.md), against coredns-mcs swapped in as the cluster DNS; ")
+	p("both with kubeadm's cache stanza (no cache of cluster.local answers in its server block; the added cluster.local block caches negative answers), both forwarding other names to the same upstream (a resolver in the benchmark's process). ")
 	p("The names are the throughput set's %d import-only names under cluster.local (`imp-N.%s.svc.cluster.local`): ", h.names, nsImports)
 	p("through the forward, stock CoreDNS's kubernetes plugin does not know them and forwards them to the standalone server. All servers run on CPU 0 when pinned.\n\n")
 	sp99, fp99 := percentile(h.swapLat, 99), percentile(h.frontLat, 99)

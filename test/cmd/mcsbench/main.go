@@ -66,6 +66,7 @@ type config struct {
 	pin         bool
 	timeout     time.Duration
 	hopOnly     bool
+	outageOnly  bool
 }
 
 func main() {
@@ -96,6 +97,7 @@ func run() error {
 	flag.BoolVar(&c.pin, "pin", true, "pin coredns to CPU 0 and dnsperf to CPU 1 during throughput rounds, and the Go benchmarks to CPU 1")
 	flag.DurationVar(&c.timeout, "timeout", 45*time.Minute, "give up after this long")
 	flag.BoolVar(&c.hopOnly, "hop-only", false, "measure only the extra hop of the standalone install (with -n objects), and no Go benchmarks")
+	flag.BoolVar(&c.outageOnly, "outage-only", false, "measure only the cluster DNS with kubectl mcs front's configuration while the standalone server is away, and no Go benchmarks")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -188,7 +190,7 @@ func (b *bench) run(ctx context.Context) error {
 			return err
 		}
 	}
-	if b.cfg.goBench && !b.cfg.hopOnly {
+	if b.cfg.goBench && !b.cfg.hopOnly && !b.cfg.outageOnly {
 		for _, pkg := range []string{"github.com/coredns/coredns/plugin/kubernetes", "./plugin/multicluster/"} {
 			status("go benchmarks of %s", pkg)
 			b.phase("Go benchmarks " + pkg)
@@ -257,6 +259,9 @@ func (b *bench) againstAPIServer(ctx context.Context) error {
 	if b.cfg.hopOnly {
 		return b.throughput(ctx)
 	}
+	if b.cfg.outageOnly {
+		return b.outage(ctx, b.serverCPU())
+	}
 	if err := b.memory(ctx, 0, 1); err != nil {
 		return err
 	}
@@ -273,6 +278,14 @@ func (b *bench) againstAPIServer(ctx context.Context) error {
 		return err
 	}
 	return b.memory(ctx, b.cfg.big, b.cfg.startupRuns)
+}
+
+// serverCPU is the CPU servers are pinned to, or "".
+func (b *bench) serverCPU() string {
+	if b.cfg.pin {
+		return "0"
+	}
+	return ""
 }
 
 // phase records the load average as a phase begins.
@@ -330,9 +343,9 @@ func (b *bench) throughput(ctx context.Context) error {
 
 	// Pinned, the server and the load generator do not take each other's
 	// CPU, and both servers run on the same one.
-	serverCPU, loadCPU := "", ""
+	serverCPU, loadCPU := b.serverCPU(), ""
 	if b.cfg.pin {
-		serverCPU, loadCPU = "0", "1"
+		loadCPU = "1"
 	}
 	if b.cfg.hopOnly {
 		if err := b.extraHop(ctx, loadgen{cpus: loadCPU}, serverCPU, fallback, q("fallback")); err != nil {
@@ -437,6 +450,10 @@ func (b *bench) throughput(ctx context.Context) error {
 		b.res.comparisons = append(b.res.comparisons, c)
 	}
 
+	b.phase("the standalone server away")
+	if err := b.outage(ctx, serverCPU); err != nil {
+		return err
+	}
 	b.phase("the extra hop of the standalone install")
 	if err := b.extraHop(ctx, g, serverCPU, fallback, q("fallback")); err != nil {
 		return err

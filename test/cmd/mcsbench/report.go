@@ -24,6 +24,7 @@ type results struct {
 	memory            []memRow
 	creates           []createRate
 	hop               *hopResults
+	outage            *outageResults
 }
 
 type phaseLoad struct {
@@ -195,6 +196,7 @@ func (r *results) markdown() string {
 
 	r.writeThroughput(p)
 	r.writeHop(p)
+	r.writeOutage(p)
 	r.writeMemory(p)
 	r.writePropagation(p)
 	r.writeGoBench(p)

@@ -127,13 +127,19 @@ type serverOptions struct {
 	cpus string
 	// readyTimeout bounds the wait for /ready.
 	readyTimeout time.Duration
+	// ports, when set, are the DNS, ready, pprof and metrics ports, for a
+	// server started again where it was; else free ones.
+	ports []int
 }
 
 // startServer starts coredns and waits until /ready answers 200.
 func startServer(ctx context.Context, o serverOptions) (*server, error) {
-	ports, err := freePorts(4)
-	if err != nil {
-		return nil, err
+	ports := o.ports
+	if ports == nil {
+		var err error
+		if ports, err = freePorts(4); err != nil {
+			return nil, err
+		}
 	}
 	// Plain replacement, not text/template: the template plugin's own
 	// templates are Go templates too.
