@@ -57,7 +57,6 @@ const (
     cache 5
 }
 `
-
 )
 
 // fakeUpstream is the resolver beyond the cluster: A 192.0.2.1 for every
