@@ -62,22 +62,29 @@ func (m *Multicluster) describe(r *dns.Msg) []string {
 		say("class %s: refused in clusterset zones, passed on elsewhere", dns.ClassToString[q.Qclass])
 		return steps
 	}
+	// A degraded plugin never syncs: its reason comes first.
 	switch {
-	case !m.synced.Load():
-		say("the plugin's caches have not synced: SERVFAIL in clusterset zones, everything else passed on")
-		return steps
 	case m.degraded.Load() != nil:
-		say("the plugin is degraded (%s): SERVFAIL in clusterset zones, everything else passed on", m.degraded.Load().message)
+		say("the plugin is degraded: %s; SERVFAIL in clusterset zones, everything else passed on", m.degraded.Load().message)
+		return steps
+	case !m.synced.Load():
+		say("the plugin's caches have not synced yet: SERVFAIL in clusterset zones, everything else passed on")
 		return steps
 	}
 	if kind == zoneReverse {
 		m.describePointer(name, q.Qtype, say)
 		return steps
 	}
+	if kind == zoneClusterset && (q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR) {
+		say("a zone transfer (%s) reached the plugin: no transfer plugin of this server block serves it, so it is REFUSED, as the kubernetes plugin refuses one", dns.TypeToString[q.Qtype])
+		return steps
+	}
 	req := parseRequest(name, zone)
 	if !req.underService() {
 		if kind == zoneFallback {
 			say("the name is not of a service (svc.NAMESPACE level or above): passed on")
+		} else {
+			m.describeStructure(name, req, q.Qtype, say)
 		}
 		return steps
 	}
@@ -87,11 +94,13 @@ func (m *Multicluster) describe(r *dns.Msg) []string {
 		if kind == zoneFallback {
 			say("no ServiceImport %s: passed on", key)
 		} else {
-			say("no ServiceImport %s", key)
+			say("no ServiceImport %s: NXDOMAIN", key)
+			m.describeFallthrough(name, say)
 		}
 		return steps
 	}
 	say("ServiceImport %s, type %s", key, map[bool]string{false: "ClusterSetIP", true: "Headless"}[v.headless])
+	noLocal := false // a fallback name without a local Service of that name
 	if kind == zoneFallback {
 		if m.local == nil {
 			say("no local Services known (no kubernetes plugin in the block, and none cached): passed on")
@@ -116,15 +125,107 @@ func (m *Multicluster) describe(r *dns.Msg) []string {
 			}
 			say("the local Service %s has no ready endpoint: failover to the import, by %s", key, why)
 		} else {
-			say("no local Service %s: the import answers", key)
+			noLocal = true
 		}
 		if v.outOfScope {
+			if noLocal {
+				say("no local Service %s", key)
+			}
 			say("fallback_scope keeps %s local: passed on, as if there were no import", key)
 			return steps
 		}
 	}
+	if a := m.service(req, v, name, q.Qtype, zone); a.rcode == dns.RcodeNameError {
+		if noLocal {
+			say("no local Service %s: the import decides", key)
+		}
+		m.describeNoSuchName(req, v, say)
+		if kind == zoneFallback {
+			say("the name does not exist in the import either: passed on, and the kubernetes plugin answers NXDOMAIN with its own SOA")
+		} else {
+			m.describeFallthrough(name, say)
+		}
+		return steps
+	}
+	if noLocal {
+		say("no local Service %s: the import answers", key)
+	}
+	switch {
+	case req.kind == kindHost:
+		say("%s.%s is a ready endpoint of the headless import: its addresses answer", req.host, req.cluster)
+		return steps
+	case req.kind == kindPort && q.Qtype != dns.TypeSRV:
+		say("a port name (_%s._%s) holds SRV records only: %s is NODATA", req.port, req.protocol, dns.TypeToString[q.Qtype])
+		return steps
+	case req.kind == kindService && q.Qtype != dns.TypeA && q.Qtype != dns.TypeAAAA && q.Qtype != dns.TypeSRV:
+		say("a service name holds A, AAAA and SRV records only: %s is NODATA", dns.TypeToString[q.Qtype])
+		return steps
+	case req.kind == kindPort:
+		say("the import's port _%s._%s matches", req.port, req.protocol)
+	}
 	m.describeAddresses(v, say)
 	return steps
+}
+
+// describeNoSuchName says why a name at or below the import v does not
+// exist (NXDOMAIN).
+func (m *Multicluster) describeNoSuchName(req request, v *view, say func(string, ...any)) {
+	switch {
+	case req.kind == kindReserved:
+		say("%s.%s.%s.svc is reserved by the MCS DNS specification (a cluster id directly below a service names nothing): NXDOMAIN", req.cluster, req.service, req.namespace)
+	case v.headless && !v.readyEndpoints():
+		say("the headless import has no ready endpoint: the service has no names (NXDOMAIN)")
+	case req.kind == kindPort:
+		var ports []string
+		for _, p := range v.ports {
+			if p.name == "" {
+				ports = append(ports, fmt.Sprintf("%d/%s, unnamed, has no port name", p.port, p.protocol))
+			} else {
+				ports = append(ports, fmt.Sprintf("_%s._%s (%d)", p.name, p.protocol, p.port))
+			}
+		}
+		if len(ports) == 0 {
+			ports = []string{"none"}
+		}
+		say("the import has no port _%s._%s (its ports: %s): NXDOMAIN", req.port, req.protocol, strings.Join(ports, ", "))
+	case req.kind == kindHost && !v.headless:
+		say("host names (HOST.CLUSTER.SERVICE.NAMESPACE.svc) exist only for headless imports, and this one is ClusterSetIP: NXDOMAIN")
+	case req.kind == kindHost:
+		say("no ready endpoint named %s in cluster %s of the headless import: NXDOMAIN", req.host, req.cluster)
+	default:
+		say("the name does not exist: NXDOMAIN")
+	}
+}
+
+// describeStructure says what a name of a clusterset zone that is not a
+// service's, nor below one, answers.
+func (m *Multicluster) describeStructure(name string, req request, qtype uint16, say func(string, ...any)) {
+	switch req.kind {
+	case kindApex:
+		say("the zone's apex: SOA and NS records, NODATA for other types")
+	case kindDNSVersion:
+		say("dns-version: the schema version (TXT), NODATA for other types")
+	case kindNameserver, kindNameserverParent, kindSvcLabel:
+		say("a name of the zone's own structure (ns.dns, dns, svc): it exists, with no records (NODATA)")
+	case kindNamespace:
+		if m.index.hasNamespace(req.namespace) {
+			say("namespace %s has imports: the name exists, with no records (NODATA)", req.namespace)
+			return
+		}
+		say("no ServiceImport in namespace %s: NXDOMAIN", req.namespace)
+		m.describeFallthrough(name, say)
+	default:
+		say("not a name of the MCS DNS schema (SERVICE.NAMESPACE.svc.ZONE and the names below it): NXDOMAIN")
+		m.describeFallthrough(name, say)
+	}
+}
+
+// describeFallthrough says that an NXDOMAIN of a clusterset zone is passed
+// on, where the fallthrough option covers the name.
+func (m *Multicluster) describeFallthrough(name string, say func(string, ...any)) {
+	if m.Fall.Through(name) {
+		say("fallthrough covers the name: the NXDOMAIN is not written, the query is passed on")
+	}
 }
 
 func (m *Multicluster) describeAddresses(v *view, say func(string, ...any)) {

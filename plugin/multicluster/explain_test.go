@@ -79,3 +79,79 @@ func TestExplainSteps(t *testing.T) {
 		t.Errorf("not synced: %v, rcode %d", e.Steps, e.Answer.Rcode)
 	}
 }
+
+// TestExplainSaysWhy: a name the import does not hold, or a query the
+// plugin refuses, has a step that says why, and the rcode it names is the
+// one written.
+func TestExplainSaysWhy(t *testing.T) {
+	m, _ := newTestPlugin(t, testImports, testLocal)
+	h := headlessPlugin(t)
+	tests := []struct {
+		m     *Multicluster
+		name  string
+		qtype uint16
+		rcode int // of the answer; -1: passed on
+		want  string
+	}{
+		{m, "_nope._tcp.web.ns1.svc.clusterset.local.", dns.TypeSRV, dns.RcodeNameError, "the import has no port _nope._tcp (its ports: _http._tcp (80), _https._tcp (443)): NXDOMAIN"},
+		{m, "_http._udp.web.ns1.svc.clusterset.local.", dns.TypeSRV, dns.RcodeNameError, "no port _http._udp"},
+		{m, "_http._tcp.web.ns1.svc.clusterset.local.", dns.TypeSRV, dns.RcodeSuccess, "the import's port _http._tcp matches"},
+		{m, "_http._tcp.web.ns1.svc.clusterset.local.", dns.TypeA, dns.RcodeSuccess, "holds SRV records only: A is NODATA"},
+		{m, "west.web.ns1.svc.clusterset.local.", dns.TypeA, dns.RcodeNameError, "west.web.ns1.svc is reserved by the MCS DNS specification"},
+		{m, "pod-0.west.web.ns1.svc.clusterset.local.", dns.TypeA, dns.RcodeNameError, "exist only for headless imports, and this one is ClusterSetIP: NXDOMAIN"},
+		{m, "clusterset.local.", dns.TypeAXFR, dns.RcodeRefused, "a zone transfer (AXFR) reached the plugin"},
+		{m, "clusterset.local.", dns.TypeIXFR, dns.RcodeRefused, "REFUSED"},
+		{m, "nope.ns1.svc.clusterset.local.", dns.TypeA, dns.RcodeNameError, "no ServiceImport ns1/nope: NXDOMAIN"},
+		{m, "nope.svc.clusterset.local.", dns.TypeA, dns.RcodeNameError, "no ServiceImport in namespace nope: NXDOMAIN"},
+		{m, "ns1.svc.clusterset.local.", dns.TypeA, dns.RcodeSuccess, "namespace ns1 has imports"},
+		{m, "a.b.c.d.e.f.clusterset.local.", dns.TypeA, dns.RcodeNameError, "not a name of the MCS DNS schema"},
+		{m, "web.ns1.svc.clusterset.local.", dns.TypeTXT, dns.RcodeSuccess, "TXT is NODATA"},
+		// In the fallback zone a name the import lacks is passed on, and
+		// the step says so.
+		{m, "_nope._tcp.web.ns1.svc.cluster.local.", dns.TypeSRV, -1, "does not exist in the import either: passed on"},
+		{m, "west.web.ns1.svc.cluster.local.", dns.TypeA, -1, "reserved by the MCS DNS specification"},
+		{h, "db-0.east.db.ns1.svc.clusterset.local.", dns.TypeA, dns.RcodeSuccess, "db-0.east is a ready endpoint"},
+		{h, "db-7.east.db.ns1.svc.clusterset.local.", dns.TypeA, dns.RcodeNameError, "no ready endpoint named db-7 in cluster east of the headless import: NXDOMAIN"},
+		{h, "x.east.empty.ns1.svc.clusterset.local.", dns.TypeA, dns.RcodeNameError, "the headless import has no ready endpoint"},
+	}
+	for _, tc := range tests {
+		r := new(dns.Msg)
+		r.SetQuestion(tc.name, tc.qtype)
+		e := tc.m.Explain(r)
+		steps := strings.Join(e.Steps, "\n")
+		if !strings.Contains(steps, tc.want) {
+			t.Errorf("%s %s: steps lack %q:\n%s", tc.name, dns.TypeToString[tc.qtype], tc.want, steps)
+		}
+		switch {
+		case tc.rcode < 0 && e.Handled:
+			t.Errorf("%s %s: answered %s, want passed on", tc.name, dns.TypeToString[tc.qtype], dns.RcodeToString[e.Answer.Rcode])
+		case tc.rcode >= 0 && (!e.Handled || e.Answer.Rcode != tc.rcode):
+			t.Errorf("%s %s: handled %v, answer %v; want %s", tc.name, dns.TypeToString[tc.qtype], e.Handled, e.Answer, dns.RcodeToString[tc.rcode])
+		}
+		// An NXDOMAIN or REFUSED has a step that names it.
+		if e.Handled && e.Answer.Rcode != dns.RcodeSuccess && !strings.Contains(steps, dns.RcodeToString[e.Answer.Rcode]) {
+			t.Errorf("%s %s: answer %s, no step says why:\n%s", tc.name, dns.TypeToString[tc.qtype], dns.RcodeToString[e.Answer.Rcode], steps)
+		}
+		if strings.Contains(steps, "the import answers") && e.Handled && e.Answer.Rcode == dns.RcodeNameError {
+			t.Errorf("%s: the steps say the import answers, and it is NXDOMAIN:\n%s", tc.name, steps)
+		}
+	}
+}
+
+// TestExplainDegraded: a degraded plugin is never "not synced": the steps
+// say degraded, and why.
+func TestExplainDegraded(t *testing.T) {
+	m, _ := newTestPlugin(t, testImports, testLocal)
+	m.synced.Store(false) // a degraded plugin never syncs
+	m.degraded.Store(&degradation{message: "the ServiceImport CRD is not installed", infoCode: dns.ExtendedErrorCodeOther, text: "ServiceImport CRD not installed"})
+	r := new(dns.Msg)
+	r.SetQuestion("web.ns1.svc.clusterset.local.", dns.TypeA)
+	e := m.Explain(r)
+	steps := strings.Join(e.Steps, "\n")
+	if !strings.Contains(steps, "the plugin is degraded: the ServiceImport CRD is not installed") || strings.Contains(steps, "not synced") {
+		t.Errorf("degraded: %s", steps)
+	}
+	if !e.Handled || e.Answer.Rcode != dns.RcodeServerFailure {
+		t.Errorf("degraded: want SERVFAIL, got %v", e.Answer)
+	}
+}
