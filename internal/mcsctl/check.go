@@ -68,6 +68,13 @@ func check(ctx context.Context, o *options, stdout io.Writer) (int, error) {
 		return 0, err
 	}
 	c := &checker{}
+	l := detectLayout(ctx, kube)
+	o.resolve(l)
+	if l.standalone {
+		c.add(ok, "layout", "standalone: %s; reviewing Deployment %s, ConfigMap %s and the cluster's DNS in front of it", l.why, o.deployment, o.configMap)
+	} else {
+		c.add(ok, "layout", "swap: no standalone coredns-mcs (kube-system/coredns-mcs); reviewing Deployment %s and ConfigMap %s", o.deployment, o.configMap)
+	}
 
 	// CRDs.
 	importVersions := servedVersions(kube, "multicluster.x-k8s.io", "serviceimports", "v1beta1", "v1alpha1")
@@ -92,7 +99,7 @@ func check(ctx context.Context, o *options, stdout io.Writer) (int, error) {
 	dep, err := kube.AppsV1().Deployments(depNS).Get(ctx, depName, meta.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		c.add(fail, "image", "no Deployment %s: install coredns-mcs (docs/deploy.md) or name it with --deployment", o.deployment)
+		c.add(fail, "image", "no Deployment %s: install coredns-mcs (docs/deploy.md; standalone: manifests/standalone) or name it with --deployment", o.deployment)
 	case err != nil:
 		c.add(fail, "image", "Deployment %s: %v", o.deployment, err)
 	default:
@@ -111,13 +118,19 @@ func check(ctx context.Context, o *options, stdout io.Writer) (int, error) {
 			}
 			c.add(ok, "image", "Deployment %s runs %s, version %s", o.deployment, images[i], tag)
 		} else {
-			c.add(fail, "image", "Deployment %s runs %s, which is not coredns-mcs: stock CoreDNS has no multicluster plugin (set the image: docs/deploy.md)", o.deployment, strings.Join(images, ", "))
+			how := "set the image: docs/deploy.md"
+			if l.standalone {
+				how = "set the image: kubectl apply --server-side -k manifests/standalone"
+			}
+			c.add(fail, "image", "Deployment %s runs %s, which is not coredns-mcs: stock CoreDNS has no multicluster plugin (%s)", o.deployment, strings.Join(images, ", "), how)
 		}
 	}
 
-	// RBAC of that service account.
+	// RBAC of that service account: a line per permission it has, one
+	// line for those it lacks.
 	if serviceAccount != "" {
 		user := "system:serviceaccount:" + depNS + ":" + serviceAccount
+		var missing, optional, why []string
 		for _, p := range needed {
 			for _, verb := range []string{"list", "watch"} {
 				allowed, err := canI(ctx, kube, user, verb, p.group, p.resource)
@@ -131,11 +144,20 @@ func check(ctx context.Context, o *options, stdout io.Writer) (int, error) {
 				case allowed:
 					c.add(ok, "rbac", "%s may %s %s", user, verb, resource)
 				case p.optional != "":
-					c.add(warn, "rbac", "%s may not %s %s: %s; apply manifests/rbac", user, verb, resource, p.optional)
+					optional = append(optional, verb+" "+resource)
+					if !slices.Contains(why, p.optional) {
+						why = append(why, p.optional)
+					}
 				default:
-					c.add(fail, "rbac", "%s may not %s %s: apply manifests/rbac", user, verb, resource)
+					missing = append(missing, verb+" "+resource)
 				}
 			}
+		}
+		if len(missing) > 0 {
+			c.add(fail, "rbac", "%s may not %s: %s", user, strings.Join(missing, ", "), l.rbacFix())
+		}
+		if len(optional) > 0 {
+			c.add(warn, "rbac", "%s may not %s: %s; %s", user, strings.Join(optional, ", "), strings.Join(why, "; "), l.rbacFix())
 		}
 	}
 
@@ -146,6 +168,12 @@ func check(ctx context.Context, o *options, stdout io.Writer) (int, error) {
 		c.add(fail, "corefile", "%v", err)
 	} else {
 		mcBlock = checkCorefile(c, cf)
+		if l.standalone {
+			checkNoLoop(c, cf)
+		}
+	}
+	if l.standalone {
+		frontReview(ctx, c, kube, l, cf)
 	}
 
 	// NodeLocal DNSCache.

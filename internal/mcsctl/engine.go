@@ -9,6 +9,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/plugin/multicluster"
 	"github.com/coredns/caddy/caddyfile"
+	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/kubernetes"
 	"github.com/miekg/dns"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -97,22 +98,12 @@ func startEngine(ctx context.Context, cf *corefile, block caddyfile.ServerBlock,
 	if err != nil {
 		return nil, fmt.Errorf("the multicluster stanza at line %d: %s", line, stanzaError(cf.source, err))
 	}
-	if c, line, ok := stanza(block, "kubernetes"); ok {
-		c.Next()
-		k, err := kubernetes.ParseStanza(c)
+	if _, _, ok := stanza(block, "kubernetes"); ok {
+		k, stop, err := startKubernetes(ctx, cf, block, cc)
 		if err != nil {
-			return nil, fmt.Errorf("the kubernetes stanza at line %d: %s", line, stanzaError(cf.source, err))
+			return nil, err
 		}
-		k.ClientConfig = cc // the user's credentials, not the pod's
-		onStart, onShut, err := k.InitKubeCache(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("the kubernetes plugin: %w", err)
-		}
-		if err := onStart(); err != nil {
-			return nil, fmt.Errorf("the kubernetes plugin: %w", err)
-		}
-		e.stops = append(e.stops, func() { _ = onShut() })
-		k.Next = passedOn{}
+		e.stops = append(e.stops, stop)
 		e.k = k
 	}
 	wait := 20 * time.Second
@@ -126,6 +117,31 @@ func startEngine(ctx context.Context, cf *corefile, block caddyfile.ServerBlock,
 	e.stops = append(e.stops, mc.Stop)
 	e.mc = mc
 	return e, nil
+}
+
+// startKubernetes starts the kubernetes plugin of block with the user's
+// credentials, its cache synced, and what follows it standing for the
+// plugins after it (passedOn).
+func startKubernetes(ctx context.Context, cf *corefile, block caddyfile.ServerBlock, cc clientcmd.ClientConfig) (*kubernetes.Kubernetes, func(), error) {
+	c, line, ok := stanza(block, "kubernetes")
+	if !ok {
+		return nil, nil, fmt.Errorf("%s: the server block %s has no kubernetes stanza", cf.source, strings.Join(block.Keys, " "))
+	}
+	c.Next()
+	k, err := kubernetes.ParseStanza(c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the kubernetes stanza at line %d: %s", line, stanzaError(cf.source, err))
+	}
+	k.ClientConfig = cc // the user's credentials, not the pod's
+	onStart, onShut, err := k.InitKubeCache(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the kubernetes plugin: %w", err)
+	}
+	if err := onStart(); err != nil {
+		return nil, nil, fmt.Errorf("the kubernetes plugin: %w", err)
+	}
+	k.Next = passedOn{}
+	return k, func() { _ = onShut() }, nil
 }
 
 // Stop stops the plugins.
@@ -148,16 +164,19 @@ var errPassedOn = errors.New("passed on")
 
 // Result is what explain prints.
 type Result struct {
-	Question   string   `json:"question"`
-	Type       string   `json:"type"`
-	Corefile   string   `json:"corefile"`
-	Block      string   `json:"serverBlock"`
-	Steps      []string `json:"steps"`
-	AnsweredBy string   `json:"answeredBy"` // multicluster, kubernetes, or "" (passed on)
-	Rcode      string   `json:"rcode,omitempty"`
-	Answer     []string `json:"answer,omitempty"`
-	Authority  []string `json:"authority,omitempty"`
-	Additional []string `json:"additional,omitempty"`
+	Question string `json:"question"`
+	Type     string `json:"type"`
+	// Front is the path through the cluster's own DNS, in the standalone
+	// layout.
+	Front      *FrontResult `json:"front,omitempty"`
+	Corefile   string       `json:"corefile"`
+	Block      string       `json:"serverBlock"`
+	Steps      []string     `json:"steps"`
+	AnsweredBy string       `json:"answeredBy"` // multicluster, kubernetes, or "" (passed on)
+	Rcode      string       `json:"rcode,omitempty"`
+	Answer     []string     `json:"answer,omitempty"`
+	Authority  []string     `json:"authority,omitempty"`
+	Additional []string     `json:"additional,omitempty"`
 }
 
 func (e *Engine) Explain(r *dns.Msg) Result {
@@ -173,7 +192,7 @@ func (e *Engine) Explain(r *dns.Msg) Result {
 		_, err := e.k.ServeDNS(context.Background(), rec, r)
 		switch {
 		case errors.Is(err, errPassedOn):
-			res.Steps = append(res.Steps, "the kubernetes plugin passes it on (fallthrough): neither plugin answers; the next plugin of the block (forward...) does")
+			res.Steps = append(res.Steps, kubernetesPassesOn(e.k, q.Name))
 		case rec.Msg != nil:
 			res.AnsweredBy = "kubernetes"
 			msg = rec.Msg
@@ -184,6 +203,12 @@ func (e *Engine) Explain(r *dns.Msg) Result {
 	} else {
 		res.Steps = append(res.Steps, "the block has no kubernetes plugin: the next plugin of the block answers")
 	}
+	res.fill(msg)
+	return res
+}
+
+// fill sets the answer of res from msg, when a plugin answered.
+func (res *Result) fill(msg *dns.Msg) {
 	if res.AnsweredBy != "" && msg != nil {
 		res.Rcode = dns.RcodeToString[msg.Rcode]
 		for _, rr := range msg.Answer {
@@ -199,7 +224,15 @@ func (e *Engine) Explain(r *dns.Msg) Result {
 			res.Additional = append(res.Additional, rr.String())
 		}
 	}
-	return res
+}
+
+// kubernetesPassesOn says why the kubernetes plugin k passed name on: it is
+// not in its zones, or it is and the plugin falls through.
+func kubernetesPassesOn(k *kubernetes.Kubernetes, name string) string {
+	if plugin.Zones(k.Zones).Matches(name) == "" {
+		return fmt.Sprintf("%s is not in the kubernetes plugin's zones (%s): neither plugin answers; the next plugin of the block (forward...) does", name, strings.Join(k.Zones, " "))
+	}
+	return fmt.Sprintf("the kubernetes plugin has no such name and falls through (fallthrough %s): neither plugin answers; the next plugin of the block (forward...) does", strings.Join(k.Fall.Zones, " "))
 }
 
 // Imports returns the imports the multicluster plugin serves.
@@ -225,6 +258,13 @@ func (o *options) start(ctx context.Context, name string) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.resolve(detectLayout(ctx, kube))
+	return o.startFor(ctx, cfg, kube, name)
+}
+
+// startFor starts the plugins of the server block of the Corefile that
+// serves name; the options are resolved.
+func (o *options) startFor(ctx context.Context, cfg *rest.Config, kube kubeclient.Interface, name string) (*Engine, error) {
 	cf, err := loadCorefile(ctx, o, kube)
 	if err != nil {
 		return nil, err

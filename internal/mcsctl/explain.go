@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/miekg/dns"
+	kubeclient "k8s.io/client-go/kubernetes"
 )
 
 // question turns the arguments of explain into a query: NAME [TYPE], NAME
@@ -45,12 +46,45 @@ func explain(ctx context.Context, o *options, args []string, stdout io.Writer) (
 	if err != nil {
 		return 0, err
 	}
-	e, err := o.start(ctx, r.Question[0].Name)
+	cfg, err := o.restConfig()
 	if err != nil {
 		return 0, err
 	}
-	defer e.Stop()
-	res := e.Explain(r)
+	if err := checkReadAccess(ctx, cfg); err != nil {
+		return 0, err
+	}
+	kube, err := kubeclient.NewForConfig(cfg)
+	if err != nil {
+		return 0, err
+	}
+	l := detectLayout(ctx, kube)
+	o.resolve(l)
+	var res Result
+	var fr *FrontResult
+	if l.standalone {
+		// The name reaches coredns-mcs through the cluster's own DNS.
+		var answer *dns.Msg
+		if fr, answer, err = explainFront(ctx, kube, l, r, o.clientConfig()); err != nil {
+			return 0, err
+		}
+		if !fr.Forwarded {
+			q := r.Question[0]
+			res = Result{Question: q.Name, Type: dns.TypeToString[q.Qtype]}
+			if answer != nil {
+				res.AnsweredBy = "front"
+			}
+			res.fill(answer)
+		}
+	}
+	if fr == nil || fr.Forwarded {
+		e, err := o.startFor(ctx, cfg, kube, r.Question[0].Name)
+		if err != nil {
+			return 0, err
+		}
+		defer e.Stop()
+		res = e.Explain(r)
+	}
+	res.Front = fr
 	if o.output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -62,7 +96,25 @@ func explain(ctx context.Context, o *options, args []string, stdout io.Writer) (
 
 func printResult(w io.Writer, res Result) {
 	fmt.Fprintf(w, "%s %s\n", res.Question, res.Type)
-	fmt.Fprintf(w, "  server block %s of %s\n\n", res.Block, res.Corefile)
+	if f := res.Front; f != nil {
+		fmt.Fprintf(w, "  the cluster's DNS (front): server block %s of %s\n\n", f.Block, f.Corefile)
+		for i, s := range f.Steps {
+			fmt.Fprintf(w, "  %d. %s\n", i+1, s)
+		}
+		fmt.Fprintln(w)
+		if !f.Forwarded {
+			if res.AnsweredBy == "" {
+				fmt.Fprintln(w, "It does not reach coredns-mcs; the front's other plugins answer it.")
+				return
+			}
+			fmt.Fprintf(w, "Answer of the front's kubernetes plugin: %s\n", res.Rcode)
+			printRecords(w, res)
+			return
+		}
+		fmt.Fprintf(w, "  then coredns-mcs standalone: server block %s of %s\n\n", res.Block, res.Corefile)
+	} else {
+		fmt.Fprintf(w, "  server block %s of %s\n\n", res.Block, res.Corefile)
+	}
 	for i, s := range res.Steps {
 		fmt.Fprintf(w, "  %d. %s\n", i+1, s)
 	}
@@ -72,6 +124,10 @@ func printResult(w io.Writer, res Result) {
 		return
 	}
 	fmt.Fprintf(w, "Answer of the %s plugin: %s\n", res.AnsweredBy, res.Rcode)
+	printRecords(w, res)
+}
+
+func printRecords(w io.Writer, res Result) {
 	section := func(name string, rrs []string) {
 		if len(rrs) == 0 {
 			return

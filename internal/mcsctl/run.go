@@ -51,9 +51,9 @@ type options struct {
 func (o *options) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&o.context, "context", "", "the kubeconfig context to use")
-	fs.StringVar(&o.configMap, "corefile-configmap", "kube-system/coredns", "NAMESPACE/NAME of the ConfigMap that holds the Corefile (key Corefile)")
+	fs.StringVar(&o.configMap, "corefile-configmap", "", "NAMESPACE/NAME of the ConfigMap that holds the Corefile (key Corefile) (default: kube-system/coredns-mcs in the standalone layout, else kube-system/coredns)")
 	fs.StringVar(&o.corefile, "corefile", "", "read the Corefile from this file instead of the ConfigMap")
-	fs.StringVar(&o.deployment, "deployment", "kube-system/coredns", "NAMESPACE/NAME of the coredns-mcs Deployment (check)")
+	fs.StringVar(&o.deployment, "deployment", "", "NAMESPACE/NAME of the coredns-mcs Deployment (check) (default: kube-system/coredns-mcs in the standalone layout, else kube-system/coredns)")
 	fs.StringVar(&o.output, "o", "text", "output format: text or json")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for the API server and the caches")
 	fs.BoolVar(&o.verbose, "v", false, "print the plugins' own log lines (to stderr)")

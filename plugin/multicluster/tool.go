@@ -110,3 +110,8 @@ func (m *Multicluster) PerClusterCopies() []string {
 	slices.Sort(out)
 	return out
 }
+
+// Standalone reports whether the stanza sets the standalone option: the
+// server answers every name of its zones itself and never passes one on
+// toward the DNS that forwards them to it.
+func (m *Multicluster) Standalone() bool { return m.standaloneLine > 0 }

@@ -256,7 +256,7 @@ func (c *cluster) testCheckFaults(t *testing.T) {
 		if err := c.kube.RbacV1().ClusterRoleBindings().Delete(ctx, binding.Name, meta.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		c.expectFail(t, "system:serviceaccount:kube-system:coredns may not list serviceimports.multicluster.x-k8s.io: apply manifests/rbac")
+		c.expectFail(t, "system:serviceaccount:kube-system:coredns may not list serviceimports.multicluster.x-k8s.io, watch serviceimports.multicluster.x-k8s.io: apply manifests/rbac")
 		binding.ResourceVersion = ""
 		if _, err := c.kube.RbacV1().ClusterRoleBindings().Create(ctx, binding, meta.CreateOptions{}); err != nil {
 			t.Fatal(err)
