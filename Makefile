@@ -71,7 +71,7 @@ test-unit: ## unit tests only (seconds)
 	$(GO) test -race -count=1 ./plugin/... ./internal/...
 	$(NORACE) -short ./coredns/...
 
-run: build ## a local API server with example objects, and coredns on 127.0.0.1:1053
+run: build kubectl-mcs ## a local API server with example objects, and coredns on 127.0.0.1:1053 (and the kubectl mcs line for it)
 	@bash test/run.sh
 
 # Not part of `make test`: it takes about a quarter of an hour and wants a

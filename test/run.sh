@@ -72,6 +72,12 @@ coredns-mcs is serving on 127.0.0.1:$port (Corefile: $dir/Corefile). Try:
   dig @127.0.0.1 -p $port _grpc._tcp.payments.demo.svc.clusterset.local SRV
   kubectl --kubeconfig $dir/kubeconfig get serviceimports -A
 
+Why a name answers what it does, with this server's Corefile and API server (kubectl mcs is
+build/kubectl-mcs, which kubectl finds on your PATH; or run build/kubectl-mcs explain ...):
+
+  kubectl mcs explain checkout.demo.svc.cluster.local --kubeconfig $dir/kubeconfig --corefile $dir/Corefile
+  kubectl mcs explain _grpc._tcp.payments.demo.svc.clusterset.local SRV --kubeconfig $dir/kubeconfig --corefile $dir/Corefile
+
 Metrics: http://127.0.0.1:9153/metrics   Ctrl-C stops everything.
 MSG
 wait "${pids[1]}"
