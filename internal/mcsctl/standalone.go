@@ -120,7 +120,7 @@ func loadFront(ctx context.Context, kube kubeclient.Interface) (*frontConfig, er
 			return nil, err
 		}
 		fc.stubs = map[string][]string{}
-		if cm != nil && cm.Data["stubDomains"] != "" {
+		if err == nil && cm.Data["stubDomains"] != "" {
 			if err := json.Unmarshal([]byte(cm.Data["stubDomains"]), &fc.stubs); err != nil {
 				return nil, fmt.Errorf("%s: %w", fc.source, err)
 			}
@@ -143,7 +143,7 @@ func loadFront(ctx context.Context, kube kubeclient.Interface) (*frontConfig, er
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, err
 		}
-		if cm != nil && cm.Data[front.CustomKey] != "" {
+		if err == nil && cm.Data[front.CustomKey] != "" {
 			if fc.added, err = parse(fc.source, cm.Data[front.CustomKey]); err != nil {
 				return nil, err
 			}
