@@ -65,7 +65,8 @@ func explain(ctx context.Context, o *options, args []string, stdout io.Writer) (
 		// The name reaches coredns-mcs through the cluster's own DNS.
 		var answer *dns.Msg
 		if fr, answer, err = explainFront(ctx, kube, l, r, o.clientConfig()); err != nil {
-			return 0, err
+			// The server's own decision is still worth showing.
+			fr = &FrontResult{Steps: []string{fmt.Sprintf("the front's path is not shown: %v", err)}, Forwarded: true}
 		}
 		if !fr.Forwarded {
 			q := r.Question[0]
@@ -97,7 +98,11 @@ func explain(ctx context.Context, o *options, args []string, stdout io.Writer) (
 func printResult(w io.Writer, res Result) {
 	fmt.Fprintf(w, "%s %s\n", res.Question, res.Type)
 	if f := res.Front; f != nil {
-		fmt.Fprintf(w, "  the cluster's DNS (front): server block %s of %s\n\n", f.Block, f.Corefile)
+		if f.Block != "" {
+			fmt.Fprintf(w, "  the cluster's DNS (front): server block %s of %s\n\n", f.Block, f.Corefile)
+		} else {
+			fmt.Fprintf(w, "  the cluster's DNS (front)\n\n")
+		}
 		for i, s := range f.Steps {
 			fmt.Fprintf(w, "  %d. %s\n", i+1, s)
 		}
