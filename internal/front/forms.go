@@ -117,6 +117,10 @@ const K3sCorefile = `.:53 {
 import /etc/coredns/custom/*.server
 `
 
+// KubeadmCoreDNSVersion is the CoreDNS kubeadm v1.37.1 deploys
+// (CoreDNSVersion in cmd/kubeadm/app/constants/constants.go).
+const KubeadmCoreDNSVersion = "1.14.6"
+
 // ChartDefaultServer is the default servers[] entry of the coredns Helm
 // chart (charts/coredns/values.yaml of github.com/coredns/helm): a list in
 // the values replaces it, so the chart's own server must be repeated.

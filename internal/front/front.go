@@ -86,6 +86,52 @@ type Options struct {
 	// MetricsAddress is the prometheus plugin's address in the front's
 	// Corefile (":9153"; the coredns chart's default "0.0.0.0:9153").
 	MetricsAddress string
+	// CoreDNSVersion is the front's CoreDNS version ("1.12.1"), which
+	// decides what the configuration may use: the view plugin needs 1.10.0,
+	// forward's read_timeout 1.14.5 (their sources in the coredns module of
+	// each version). Unknown (""): no read_timeout, so that an older
+	// CoreDNS does not refuse the Corefile; a hang then costs forward's
+	// fixed 2 s read timeout per forwarded name until the health checks
+	// mark the standalone server down.
+	CoreDNSVersion string
+}
+
+// Versions of CoreDNS whose plugins the configuration needs.
+var (
+	minimumVersion     = [3]int{1, 10, 0} // plugin/view
+	readTimeoutVersion = [3]int{1, 14, 5} // forward's read_timeout
+)
+
+// parseVersion reads "1.12.1" or "v1.12.1" (and a suffix after the patch
+// number, such as "-eksbuild.1").
+func parseVersion(s string) ([3]int, bool) {
+	m := versionPattern.FindStringSubmatch(s)
+	if m == nil {
+		return [3]int{}, false
+	}
+	var v [3]int
+	for i := range v {
+		v[i], _ = strconv.Atoi(m[i+1])
+	}
+	return v, true
+}
+
+var versionPattern = regexp.MustCompile(`^v?(\d+)\.(\d+)\.(\d+)`)
+
+func atLeast(v, min [3]int) bool {
+	for i := range v {
+		if v[i] != min[i] {
+			return v[i] > min[i]
+		}
+	}
+	return true
+}
+
+// UsesReadTimeout reports whether the configuration for o sets forward's
+// read_timeout: only for a CoreDNS known to have it.
+func (o Options) UsesReadTimeout() bool {
+	v, ok := parseVersion(o.CoreDNSVersion)
+	return ok && atLeast(v, readTimeoutVersion)
 }
 
 // Plugin is a plugin line of a server block, as the coredns chart's
@@ -180,6 +226,15 @@ func (o Options) validate() error {
 	if o.ReadTimeout < time.Millisecond {
 		return fmt.Errorf("read timeout %s: want 1ms or more", o.ReadTimeout)
 	}
+	if o.CoreDNSVersion != "" {
+		v, ok := parseVersion(o.CoreDNSVersion)
+		if !ok {
+			return fmt.Errorf("CoreDNS version %q: want MAJOR.MINOR.PATCH", o.CoreDNSVersion)
+		}
+		if !atLeast(v, minimumVersion) {
+			return fmt.Errorf("CoreDNS %s has no view plugin (CoreDNS 1.10.0 or later): upgrade the cluster DNS, or forward only clusterset.local to coredns-mcs", o.CoreDNSVersion)
+		}
+	}
 	for _, opt := range o.KubernetesOptions {
 		if f := strings.Fields(opt); len(f) > 0 && (f[0] == "fallthrough" || f[0] == "kubeconfig") {
 			return fmt.Errorf("kubernetes option %q: the added block sets its own fallthrough and uses the front's credentials", opt)
@@ -211,14 +266,17 @@ func (o Options) Servers() ([]Server, error) {
 		return nil, err
 	}
 	standIn := fmt.Sprintf("127.0.0.1:%d", o.StandInPort)
+	// The health checks ask the clusterset zone's NS, which the standalone
+	// server answers (its apex), rather than ". NS", which it has no
+	// plugin for and would log as an error.
+	forwardOptions := []string{"policy sequential", "max_fails 1", "health_check 0.5s domain " + o.ClustersetZone + "."}
+	if o.UsesReadTimeout() {
+		forwardOptions = append(forwardOptions, "read_timeout "+o.ReadTimeout.String())
+	}
 	forward := Plugin{
-		Name:       "forward",
-		Parameters: ". " + o.Standalone + " " + standIn,
-		ConfigBlock: strings.Join([]string{
-			"policy sequential",
-			"max_fails 1",
-			"read_timeout " + o.ReadTimeout.String(),
-		}, "\n"),
+		Name:        "forward",
+		Parameters:  ". " + o.Standalone + " " + standIn,
+		ConfigBlock: strings.Join(forwardOptions, "\n"),
 	}
 	errorsPlugin := Plugin{Name: "errors"}
 	prometheus := Plugin{Name: "prometheus", Parameters: o.MetricsAddress}

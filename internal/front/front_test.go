@@ -51,6 +51,7 @@ func TestServicePattern(t *testing.T) {
 func TestServers(t *testing.T) {
 	o := docsOptions("10.96.143.7")
 	o.KubernetesOptions = KubernetesOptions(Kubeadm)
+	o.CoreDNSVersion = "v1.14.6"
 	servers, err := o.Servers()
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +70,7 @@ func TestServers(t *testing.T) {
 	}
 	corefile := Corefile(servers)
 	for _, want := range []string{
-		"forward . 10.96.143.7 127.0.0.1:5301 {\n        policy sequential\n        max_fails 1\n        read_timeout 20ms\n    }",
+		"forward . 10.96.143.7 127.0.0.1:5301 {\n        policy sequential\n        max_fails 1\n        health_check 0.5s domain clusterset.local.\n        read_timeout 20ms\n    }",
 		"kubernetes cluster.local {\n        pods insecure\n        ttl 30\n        fallthrough cluster.local\n    }",
 		"    bind 127.0.0.1\n",
 		"rcode NXDOMAIN",
@@ -99,6 +100,21 @@ func TestOptionsRefused(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		} else {
 			t.Logf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestReadTimeoutByVersion: read_timeout only for a CoreDNS that has it
+// (forward's setup.go has it from v1.14.5 on), and never for an unknown
+// one, which could refuse the whole Corefile.
+func TestReadTimeoutByVersion(t *testing.T) {
+	for version, want := range map[string]bool{"": false, "1.12.1": false, "v1.14.4": false, "1.14.5": true, "v1.14.6": true, "1.15.0-eksbuild.1": true, "2.0.0": true} {
+		servers, err := Options{Standalone: "10.96.0.1", CoreDNSVersion: version}.Servers()
+		if err != nil {
+			t.Fatalf("%q: %v", version, err)
+		}
+		if got := strings.Contains(Corefile(servers), "read_timeout"); got != want {
+			t.Errorf("CoreDNS %q: read_timeout %v, want %v", version, got, want)
 		}
 	}
 }
@@ -176,6 +192,7 @@ func TestDocs(t *testing.T) {
 	text := string(data)
 	kubeadm := docsOptions(docsKubeadmAddress)
 	kubeadm.KubernetesOptions = KubernetesOptions(Kubeadm)
+	kubeadm.CoreDNSVersion = KubeadmCoreDNSVersion
 	servers, err := kubeadm.Servers()
 	if err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ type frontOptions struct {
 	cidrs         stringList
 	clusterDomain string
 	readTimeout   time.Duration
+	version       string
 	apply         bool
 	remove        bool
 }
@@ -44,6 +45,7 @@ func (f *frontOptions) flags(fs *flag.FlagSet) {
 	fs.Var(&f.cidrs, "clusterset-cidr", "a ClusterSetIP range whose PTR coredns-mcs answers (front; repeat for several)")
 	fs.StringVar(&f.clusterDomain, "cluster-domain", front.DefaultClusterDomain, "the cluster's DNS domain (front)")
 	fs.DurationVar(&f.readTimeout, "read-timeout", front.DefaultReadTimeout, "how long the cluster DNS waits for coredns-mcs before answering NXDOMAIN itself (front)")
+	fs.StringVar(&f.version, "coredns-version", "", "the cluster DNS's CoreDNS version, e.g. 1.12.1 (front; default: read from its image tag)")
 	fs.BoolVar(&f.apply, "apply", false, "apply the configuration instead of printing it (front)")
 	fs.BoolVar(&f.remove, "remove", false, "the configuration without coredns-mcs: what removes it (front)")
 }
@@ -88,6 +90,21 @@ func frontCmd(ctx context.Context, o *options, f *frontOptions, stdout io.Writer
 	}
 	if live != "" {
 		opts.KubernetesOptions, opts.MetricsAddress = ownStanza(live, f.clusterDomain)
+	}
+	if !f.remove && platform != front.KubeDNS {
+		version, from := f.version, "--coredns-version"
+		if version == "" {
+			version, from = dnsVersion(ctx, kube, platform)
+		}
+		opts.CoreDNSVersion = version
+		switch {
+		case version == "":
+			fmt.Fprintf(stdout, "# CoreDNS version: unknown (%s): no read_timeout, which CoreDNS before 1.14.5 refuses; a hung coredns-mcs then costs up to 2 s per forwarded name until forward's health checks mark it down (--coredns-version sets it)\n", from)
+		case !opts.UsesReadTimeout():
+			fmt.Fprintf(stdout, "# CoreDNS version: %s (%s): no read_timeout before 1.14.5; a hung coredns-mcs costs up to 2 s per forwarded name until forward's health checks mark it down\n", version, from)
+		default:
+			fmt.Fprintf(stdout, "# CoreDNS version: %s (%s)\n", version, from)
+		}
 	}
 	if f.remove {
 		return frontRemove(ctx, kube, platform, live, opts, f.apply, stdout)
@@ -135,6 +152,35 @@ func (f *frontOptions) detect(ctx context.Context, kube kubeclient.Interface) (f
 	}
 	return "", "", errors.New("no cluster DNS found (kube-system/coredns, kube-dns, rke2-coredns-rke2-coredns): name it with --platform")
 }
+
+// dnsVersion reads the cluster DNS's CoreDNS version from the tag of its
+// Deployment's image, and says where it looked.
+func dnsVersion(ctx context.Context, kube kubeclient.Interface, p front.Platform) (version, from string) {
+	name := "coredns"
+	if p == front.RKE2 {
+		name = "rke2-coredns-rke2-coredns"
+	}
+	deploy, err := kube.AppsV1().Deployments("kube-system").Get(ctx, name, meta.GetOptions{})
+	if err != nil {
+		return "", "no Deployment kube-system/" + name
+	}
+	for _, c := range deploy.Spec.Template.Spec.Containers {
+		image := c.Image
+		if i := strings.LastIndex(image, "@"); i >= 0 {
+			image = image[:i]
+		}
+		i := strings.LastIndex(image, ":")
+		if i < 0 || strings.Contains(image[i:], "/") {
+			continue
+		}
+		if v := image[i+1:]; versionTag.MatchString(v) {
+			return strings.TrimPrefix(v, "v"), "image " + c.Image
+		}
+	}
+	return "", "no version in the image tags of kube-system/" + name
+}
+
+var versionTag = regexp.MustCompile(`^v?\d+\.\d+\.\d+`)
 
 // liveCorefile returns the cluster DNS's Corefile where the platform keeps
 // it in kube-system/coredns (its key Corefile), or "".

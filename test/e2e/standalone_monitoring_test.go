@@ -43,7 +43,15 @@ func TestStandaloneAlertsWithPrometheus(t *testing.T) {
 
 	// coredns-mcs standalone, a process the test kills and starts again on
 	// the same ports.
-	standalone := startStandalone(t, shippedStandaloneCorefile(t))
+	// Its imports only: the other tests' objects in the shared API server
+	// (imports without addresses, per-cluster copies) would fire alerts
+	// of their own.
+	shipped := shippedStandaloneCorefile(t)
+	scoped := strings.Replace(shipped, "        standalone\n", "        standalone\n        namespaces "+ns+"\n", 1)
+	if scoped == shipped {
+		t.Fatalf("manifests/standalone's Corefile has no standalone line to scope:\n%s", shipped)
+	}
+	standalone := startStandalone(t, scoped)
 	sMetrics := strings.TrimSuffix(strings.TrimPrefix(standalone.metrics.metrics, "http://127.0.0.1:"), "/metrics")
 
 	// The front: stock CoreDNS with the recipe, every prometheus stanza on

@@ -28,8 +28,9 @@ type platformCluster struct {
 }
 
 // dnsDeployment is a cluster DNS Deployment in kube-system (no node runs
-// its pods: only its shape matters), mounting the ConfigMaps named.
-func dnsDeployment(name string, configMaps ...string) *appsv1.Deployment {
+// its pods: only its shape matters) running image, mounting the
+// ConfigMaps named.
+func dnsDeployment(name, image string, configMaps ...string) *appsv1.Deployment {
 	labels := map[string]string{"k8s-app": "kube-dns"}
 	d := &appsv1.Deployment{
 		ObjectMeta: meta.ObjectMeta{Name: name, Namespace: "kube-system", Labels: labels},
@@ -37,7 +38,7 @@ func dnsDeployment(name string, configMaps ...string) *appsv1.Deployment {
 			Selector: &meta.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: meta.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "dns", Image: "dns:test"}}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "dns", Image: image}}},
 			},
 		},
 	}
@@ -128,7 +129,7 @@ func (p *platformCluster) expectForwarding(t *testing.T, what, blocks string) {
 func TestFrontPerPlatform(t *testing.T) {
 	t.Run("kubeadm", func(t *testing.T) {
 		// kubeadm's default Service range (--service-cidr) and Corefile.
-		p := startPlatform(t, "10.96.0.0/12", dnsDeployment("coredns", "coredns"), corefileConfigMap(front.KubeadmCorefile),
+		p := startPlatform(t, "10.96.0.0/12", dnsDeployment("coredns", "registry.k8s.io/coredns/coredns:v"+front.KubeadmCoreDNSVersion, "coredns"), corefileConfigMap(front.KubeadmCorefile),
 			&corev1.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system"}})
 		code, out, errOut := p.front(t)
 		if code != 0 || !strings.Contains(out, "# platform: kubeadm (kube-system/kubeadm-config exists)") {
@@ -143,6 +144,10 @@ func TestFrontPerPlatform(t *testing.T) {
 			t.Errorf("kubeadm's own block changed:\n%s", applied)
 		}
 		p.expectForwarding(t, "the applied Corefile", applied)
+		// kubeadm's CoreDNS has forward's read_timeout (1.14.5 on).
+		if !strings.Contains(out, "# CoreDNS version: "+front.KubeadmCoreDNSVersion+" (image ") || strings.Count(applied, "read_timeout 20ms") != 3 {
+			t.Errorf("CoreDNS %s, read from its image, takes read_timeout:\n%s\n%s", front.KubeadmCoreDNSVersion, out, applied)
+		}
 		// kubeadm's stanza options, read from the cluster's Corefile.
 		if !strings.Contains(applied, "kubernetes cluster.local {\n        pods insecure\n        ttl 30\n        fallthrough cluster.local\n    }") {
 			t.Errorf("the added kubernetes stanza lacks kubeadm's options:\n%s", applied)
@@ -161,13 +166,17 @@ func TestFrontPerPlatform(t *testing.T) {
 	t.Run("k3s", func(t *testing.T) {
 		// k3s's default Service range (10.43.0.0/16) and its CoreDNS,
 		// which mounts the optional ConfigMap coredns-custom.
-		p := startPlatform(t, "10.43.0.0/16", dnsDeployment("coredns", "coredns", "coredns-custom"), corefileConfigMap(front.K3sCorefile))
+		p := startPlatform(t, "10.43.0.0/16", dnsDeployment("coredns", "dns.example/coredns:1.12.1", "coredns", "coredns-custom"), corefileConfigMap(front.K3sCorefile))
 		code, out, errOut := p.front(t, "--apply")
 		if code != 0 || !strings.Contains(out, "# platform: k3s") {
 			t.Fatalf("front --apply: %d\n%s%s", code, out, errOut)
 		}
 		custom := p.configMap(t, "coredns-custom").Data[front.CustomKey]
 		p.expectForwarding(t, "coredns-custom "+front.CustomKey, custom)
+		// A CoreDNS before 1.14.5 refuses read_timeout: it is left out.
+		if strings.Contains(custom, "read_timeout") || !strings.Contains(out, "# CoreDNS version: 1.12.1 (image dns.example/coredns:1.12.1): no read_timeout") {
+			t.Errorf("CoreDNS 1.12.1 given read_timeout:\n%s\n%s", out, custom)
+		}
 		if strings.Contains(custom, "ttl") || !strings.Contains(custom, "pods insecure") {
 			t.Errorf("k3s's kubernetes stanza has pods insecure and no ttl; the added one:\n%s", custom)
 		}
@@ -186,13 +195,17 @@ func TestFrontPerPlatform(t *testing.T) {
 		// overlay) and its coredns-custom ConfigMap, which exists already
 		// with a key of the user's own.
 		other := &corev1.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: "coredns-custom", Namespace: "kube-system"}, Data: map[string]string{"log.override": "log"}}
-		p := startPlatform(t, "10.0.0.0/16", dnsDeployment("coredns", "coredns", "coredns-custom"), other)
+		// An image pinned by digest alone says no version: no read_timeout.
+		p := startPlatform(t, "10.0.0.0/16", dnsDeployment("coredns", "dns.example/coredns@sha256:"+strings.Repeat("0", 64), "coredns", "coredns-custom"), other)
 		code, out, errOut := p.front(t, "--platform", "aks", "--apply")
 		if code != 0 {
 			t.Fatalf("front --apply: %d\n%s%s", code, out, errOut)
 		}
 		cm := p.configMap(t, "coredns-custom")
 		p.expectForwarding(t, "coredns-custom "+front.CustomKey, cm.Data[front.CustomKey])
+		if strings.Contains(cm.Data[front.CustomKey], "read_timeout") || !strings.Contains(out, "# CoreDNS version: unknown") {
+			t.Errorf("an unknown CoreDNS version given read_timeout:\n%s\n%s", out, cm.Data[front.CustomKey])
+		}
 		if cm.Data["log.override"] != "log" {
 			t.Errorf("the user's own key changed: %v", cm.Data)
 		}
@@ -200,7 +213,7 @@ func TestFrontPerPlatform(t *testing.T) {
 	t.Run("eks", func(t *testing.T) {
 		// EKS's Service range 172.20.0.0/16 (used when the VPC is in
 		// 10.0.0.0/8): the add-on value keeps the cluster's Corefile.
-		p := startPlatform(t, "172.20.0.0/16", dnsDeployment("coredns", "coredns"), corefileConfigMap(front.KubeadmCorefile))
+		p := startPlatform(t, "172.20.0.0/16", dnsDeployment("coredns", "dns.example/coredns:v1.15.0-build.1", "coredns"), corefileConfigMap(front.KubeadmCorefile))
 		code, out, errOut := p.front(t, "--platform", "eks")
 		if code != 0 {
 			t.Fatalf("front: %d\n%s%s", code, out, errOut)
@@ -222,7 +235,7 @@ func TestFrontPerPlatform(t *testing.T) {
 	})
 	t.Run("kube-dns", func(t *testing.T) {
 		existing := `{"corp.example":["10.1.2.3"]}`
-		p := startPlatform(t, "10.96.0.0/12", dnsDeployment("kube-dns"),
+		p := startPlatform(t, "10.96.0.0/12", dnsDeployment("kube-dns", "dns.example/kube-dns:1.0.0"),
 			&corev1.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: "kube-dns", Namespace: "kube-system"}, Data: map[string]string{"stubDomains": existing}})
 		code, out, errOut := p.front(t, "--apply")
 		if code != 0 || !strings.Contains(out, "# platform: kube-dns") {
@@ -247,7 +260,7 @@ func TestFrontPerPlatform(t *testing.T) {
 	t.Run("no standalone Service", func(t *testing.T) {
 		cp := controlplane.ForTest(t, controlplane.Options{})
 		kube := kubernetes.NewForConfigOrDie(cp.Config)
-		if _, err := kube.AppsV1().Deployments("kube-system").Create(t.Context(), dnsDeployment("coredns", "coredns"), meta.CreateOptions{}); err != nil {
+		if _, err := kube.AppsV1().Deployments("kube-system").Create(t.Context(), dnsDeployment("coredns", "registry.k8s.io/coredns/coredns:v"+front.KubeadmCoreDNSVersion, "coredns"), meta.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := kube.CoreV1().ConfigMaps("kube-system").Create(t.Context(), corefileConfigMap(front.KubeadmCorefile), meta.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

@@ -38,7 +38,7 @@ func startStandalone(t *testing.T) *standaloneCluster {
 		dyn:  dynamic.NewForConfigOrDie(cp.Config),
 	}
 	ctx := t.Context()
-	if _, err := c.kube.AppsV1().Deployments("kube-system").Create(ctx, dnsDeployment("coredns", "coredns"), meta.CreateOptions{}); err != nil {
+	if _, err := c.kube.AppsV1().Deployments("kube-system").Create(ctx, dnsDeployment("coredns", "registry.k8s.io/coredns/coredns:v"+front.KubeadmCoreDNSVersion, "coredns"), meta.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.kube.CoreV1().ConfigMaps("kube-system").Create(ctx, &corev1.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system"}}, meta.CreateOptions{}); err != nil {
@@ -65,7 +65,7 @@ func startStandalone(t *testing.T) *standaloneCluster {
 // the standalone Service at ip, written by internal/front.
 func s0Front(t *testing.T, ip string) string {
 	t.Helper()
-	servers, err := front.Options{Standalone: ip, ReverseCIDRs: []string{"10.42.0.0/16"}, KubernetesOptions: front.KubernetesOptions(front.Kubeadm)}.Servers()
+	servers, err := front.Options{Standalone: ip, ReverseCIDRs: []string{"10.42.0.0/16"}, KubernetesOptions: front.KubernetesOptions(front.Kubeadm), CoreDNSVersion: front.KubeadmCoreDNSVersion}.Servers()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,8 @@ const nsOutage = "bench-outage"
 // kubeadm's Corefile alone, both as templates of startServer: on loopback,
 // against the bench's API server and upstream.
 func frontCorefiles(standalone, upstream string, readTimeout time.Duration, standInPort int) (withFront, alone string, err error) {
-	servers, err := front.Options{Standalone: standalone, KubernetesOptions: front.KubernetesOptions(front.Kubeadm), ReadTimeout: readTimeout}.Servers()
+	// Stock CoreDNS is built from this module's graph: CoreDNS 1.15.0.
+	servers, err := front.Options{Standalone: standalone, KubernetesOptions: front.KubernetesOptions(front.Kubeadm), ReadTimeout: readTimeout, CoreDNSVersion: "1.15.0"}.Servers()
 	if err != nil {
 		return "", "", err
 	}
