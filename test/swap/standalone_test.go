@@ -4,6 +4,7 @@ package swap
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,14 +23,24 @@ import (
 
 // upstreamRecorder listens where the node's pods with dnsPolicy Default
 // (CoreDNS) send what they forward: the node's address, port 53, in the
-// node's network namespace (test/node's kubelet resolv.conf). It answers
-// NXDOMAIN and keeps every name, so that a test can tell what the cluster's
-// DNS sent upstream.
+// node's network namespace (test/node's kubelet resolv.conf). It keeps every
+// name, so that a test can tell what the cluster's DNS sent upstream, and
+// answers as the Internet would for the names of externalZone (A
+// externalAddress, NODATA for other types) and NXDOMAIN for every other
+// name.
 type upstreamRecorder struct {
 	mu    sync.Mutex
 	names []string
 	srv   *dns.Server
 }
+
+// externalZone is where the names that exist outside the cluster are, for
+// the clients that look them up through their search path; each answers
+// externalAddress.
+const (
+	externalZone    = "example.org."
+	externalAddress = "192.0.2.1"
+)
 
 func (s *scenario) recordUpstream() *upstreamRecorder {
 	s.t.Helper()
@@ -39,11 +50,25 @@ func (s *scenario) recordUpstream() *upstreamRecorder {
 	}
 	r := &upstreamRecorder{}
 	r.srv = &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, q *dns.Msg) {
+		question := q.Question[0]
+		name := strings.ToLower(question.Name)
 		r.mu.Lock()
-		r.names = append(r.names, strings.ToLower(q.Question[0].Name))
+		r.names = append(r.names, name)
 		r.mu.Unlock()
 		m := new(dns.Msg)
-		m.SetRcode(q, dns.RcodeNameError)
+		if !dns.IsSubDomain(externalZone, name) {
+			m.SetRcode(q, dns.RcodeNameError)
+			_ = w.WriteMsg(m)
+			return
+		}
+		m.SetReply(q)
+		m.Authoritative = true
+		if question.Qtype == dns.TypeA {
+			m.Answer = append(m.Answer, &dns.A{
+				Hdr: dns.RR_Header{Name: question.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30},
+				A:   net.ParseIP(externalAddress).To4(),
+			})
+		}
 		_ = w.WriteMsg(m)
 	})}
 	started := make(chan struct{})
