@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -31,7 +33,7 @@ func (n *Node) importImages(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pause image: %w", err)
 	}
-	dnsutils, err := buildDNSUtilsImage(dir)
+	dnsutils, err := buildDNSUtilsImage(ctx, dir)
 	if err != nil {
 		return fmt.Errorf("dnsutils image: %w", err)
 	}
@@ -134,6 +136,71 @@ func buildPauseImage(ctx context.Context, dir string) (string, error) {
 	return archive, ociimage.WriteArchive(archive, PauseImage, img)
 }
 
+// resolveSource is the C program of MuslResolver and GlibcResolver.
+//
+//go:embed testdata/resolve.c
+var resolveSource []byte
+
+// The resolvers of the dnsutils image: testdata/resolve.c, which prints
+// what getaddrinfo returns for each name, built against each C library that
+// pods' programs use (Alpine's and Debian's, for two), so that a test can
+// look names up as applications do, through the pod's /etc/resolv.conf.
+const (
+	// MuslResolver is linked statically with musl (musl-gcc -static).
+	MuslResolver = "/usr/bin/resolve-musl"
+	// GlibcResolver is linked dynamically with this machine's glibc, which
+	// the image holds with its loader. glibc 2.34 and later have the files
+	// and dns NSS modules in libc itself: the image's /etc/nsswitch.conf
+	// says "hosts: files dns", and no module is loaded.
+	GlibcResolver = "/usr/bin/resolve-glibc"
+)
+
+// buildResolvers compiles resolveSource with musl-gcc (static) and gcc,
+// cached, as the pause binary is, by the hash of the source, the compiler's
+// version and the flags. It returns the two binaries' paths.
+func buildResolvers(ctx context.Context) (musl, glibc string, err error) {
+	cache, err := cacheDir()
+	if err != nil {
+		return "", "", err
+	}
+	build := func(compiler string, flags ...string) (string, error) {
+		version, err := exec.CommandContext(ctx, compiler, "--version").Output()
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", compiler, err)
+		}
+		sum := sha256.Sum256([]byte(string(resolveSource) + "\x00" + compiler + "\x00" + string(version) + "\x00" + strings.Join(flags, " ")))
+		binary := filepath.Join(cache, "resolve-"+compiler+"-"+hex.EncodeToString(sum[:8]))
+		if _, err := os.Stat(binary); err == nil {
+			return binary, nil
+		}
+		work, err := os.MkdirTemp(cache, "resolve-*.tmp")
+		if err != nil {
+			return "", err
+		}
+		defer os.RemoveAll(work)
+		src := filepath.Join(work, "resolve.c")
+		if err := os.WriteFile(src, resolveSource, 0o644); err != nil {
+			return "", err
+		}
+		out := filepath.Join(work, "resolve")
+		args := append(slices.Clone(flags), "-o", out, src)
+		if msg, err := exec.CommandContext(ctx, compiler, args...).CombinedOutput(); err != nil {
+			return "", fmt.Errorf("%s %s: %w: %s", compiler, strings.Join(args, " "), err, msg)
+		}
+		return binary, os.Rename(out, binary)
+	}
+	if musl, err = build("musl-gcc", "-O2", "-static", "-Wall", "-Werror"); err != nil {
+		return "", "", err
+	}
+	if err := checkStatic(musl); err != nil {
+		return "", "", err
+	}
+	if glibc, err = build("gcc", "-O2", "-Wall", "-Werror"); err != nil {
+		return "", "", err
+	}
+	return musl, glibc, nil
+}
+
 // busyboxApplets are the commands of the dnsutils image besides dig (httpd
 // serves the pages of HTTP tests: see ServeScript).
 var busyboxApplets = []string{
@@ -143,9 +210,11 @@ var busyboxApplets = []string{
 }
 
 // buildDNSUtilsImage writes DNSUtilsImage: Debian's static busybox for a
-// shell and its tools, and this machine's dig with the shared libraries
-// ldd lists for it, at its path here (/usr/bin/dig on Debian).
-func buildDNSUtilsImage(dir string) (string, error) {
+// shell and its tools, this machine's dig with the shared libraries ldd
+// lists for it, at its path here (/usr/bin/dig on Debian), and the
+// resolvers MuslResolver and GlibcResolver (the latter with its libraries
+// too).
+func buildDNSUtilsImage(ctx context.Context, dir string) (string, error) {
 	busybox, err := exec.LookPath("busybox")
 	if err != nil {
 		return "", err
@@ -154,11 +223,22 @@ func buildDNSUtilsImage(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	files, err := ociimage.Programs(dig)
+	musl, glibc, err := buildResolvers(ctx)
 	if err != nil {
 		return "", err
 	}
+	files, err := ociimage.Programs(dig, glibc)
+	if err != nil {
+		return "", err
+	}
+	for i := range files {
+		if files[i].Source == glibc {
+			files[i].Path = GlibcResolver
+		}
+	}
 	files = append(files,
+		ociimage.Copy(MuslResolver, 0o755, musl),
+		ociimage.Regular("/etc/nsswitch.conf", 0o644, []byte("hosts: files dns\n")),
 		ociimage.Copy("/bin/busybox", 0o755, busybox),
 		ociimage.Regular("/etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")),
 		ociimage.Regular("/etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\n")),

@@ -25,7 +25,7 @@
 //
 // Root only. Start needs from Debian: containerd, runc,
 // containernetworking-plugins, iptables, conntrack, busybox-static, dnsutils
-// (dig), gcc, iproute2 and util-linux (nsenter).
+// (dig), gcc, musl-tools (musl-gcc), iproute2 and util-linux (nsenter).
 package node
 
 import (
@@ -73,8 +73,8 @@ const (
 	// PauseImage is the sandbox image, built here from the pause.c of
 	// Kubernetes v1.37.1.
 	PauseImage = "registry.k8s.io/pause:3.10"
-	// DNSUtilsImage has busybox and dig (see dnsUtilsImage); its command
-	// is sh.
+	// DNSUtilsImage has busybox, dig and the resolvers MuslResolver and
+	// GlibcResolver (see buildDNSUtilsImage); its command is sh.
 	DNSUtilsImage = "coredns-mcs.test/dnsutils:local"
 )
 

@@ -34,6 +34,7 @@ var commands = []struct{ name, pkg string }{
 	{"busybox", "busybox-static"},
 	{"dig", "dnsutils"},
 	{"gcc", "gcc"},
+	{"musl-gcc", "musl-tools"},
 	{"ldd", "libc-bin"},
 	{"ip", "iproute2"},
 	{"nsenter", "util-linux"},
