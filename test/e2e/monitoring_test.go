@@ -126,9 +126,22 @@ type promAlert struct {
 	State  string            `json:"state"`
 }
 
-// firing returns the alerts that fire, as "Name{label=value,...}" of the
-// labels in keys, sorted.
+// firing returns the alerts that fire, as "Name{reason=...}", sorted.
 func (p *prometheusServer) firing(t *testing.T) []string {
+	t.Helper()
+	return p.alerts(t, false)
+}
+
+// active returns the alerts that are pending or firing, as firing names
+// them.
+func (p *prometheusServer) active(t *testing.T) []string {
+	t.Helper()
+	return p.alerts(t, true)
+}
+
+// alerts returns the firing alerts, and with pending the pending ones too,
+// as "Name{reason=...}" (the reason label where there is one), sorted.
+func (p *prometheusServer) alerts(t *testing.T, pending bool) []string {
 	t.Helper()
 	var data struct {
 		Alerts []promAlert `json:"alerts"`
@@ -138,7 +151,7 @@ func (p *prometheusServer) firing(t *testing.T) []string {
 	}
 	var out []string
 	for _, a := range data.Alerts {
-		if a.State != "firing" {
+		if a.State != "firing" && !pending {
 			continue
 		}
 		id := a.Labels["alertname"]

@@ -238,22 +238,6 @@ func rcodes(counts map[int]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// active returns the alerts that are pending or firing, as firing names them.
-func (p *prometheusServer) active(t *testing.T) []string {
-	t.Helper()
-	var data struct {
-		Alerts []promAlert `json:"alerts"`
-	}
-	if err := p.api("/api/v1/alerts", &data); err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, a := range data.Alerts {
-		out = append(out, a.Labels["alertname"])
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
 
 // waitEvaluated waits until every rule group has been evaluated after
 // since.
