@@ -238,7 +238,6 @@ func rcodes(counts map[int]int) string {
 	return strings.Join(parts, ", ")
 }
 
-
 // waitEvaluated waits until every rule group has been evaluated after
 // since.
 func (p *prometheusServer) waitEvaluated(t *testing.T, since time.Time) {
