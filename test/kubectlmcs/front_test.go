@@ -128,7 +128,8 @@ func (p *platformCluster) expectForwarding(t *testing.T, what, blocks string) {
 // configuration printed, applied and removed again.
 func TestFrontPerPlatform(t *testing.T) {
 	t.Run("kubeadm", func(t *testing.T) {
-		// kubeadm's default Service range (--service-cidr) and Corefile.
+		// kubeadm's default Service range (--service-cidr 10.96.0.0/12) and
+		// its Corefile.
 		p := startPlatform(t, "10.96.0.0/12", dnsDeployment("coredns", "registry.k8s.io/coredns/coredns:v"+front.KubeadmCoreDNSVersion, "coredns"), corefileConfigMap(front.KubeadmCorefile),
 			&corev1.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system"}})
 		code, out, errOut := p.front(t)
@@ -164,8 +165,9 @@ func TestFrontPerPlatform(t *testing.T) {
 		}
 	})
 	t.Run("k3s", func(t *testing.T) {
-		// k3s's default Service range (10.43.0.0/16) and its CoreDNS,
-		// which mounts the optional ConfigMap coredns-custom.
+		// A Service range outside kubeadm's, and k3s's CoreDNS, which
+		// mounts the optional ConfigMap coredns-custom (manifests/coredns.yaml
+		// of k3s).
 		p := startPlatform(t, "10.43.0.0/16", dnsDeployment("coredns", "dns.example/coredns:1.12.1", "coredns", "coredns-custom"), corefileConfigMap(front.K3sCorefile))
 		code, out, errOut := p.front(t, "--apply")
 		if code != 0 || !strings.Contains(out, "# platform: k3s") {
@@ -191,9 +193,8 @@ func TestFrontPerPlatform(t *testing.T) {
 		}
 	})
 	t.Run("aks", func(t *testing.T) {
-		// AKS's default Service range (10.0.0.0/16, kubenet and Azure CNI
-		// overlay) and its coredns-custom ConfigMap, which exists already
-		// with a key of the user's own.
+		// Another Service range, and a coredns-custom ConfigMap that exists
+		// already with a key of the user's own.
 		other := &corev1.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: "coredns-custom", Namespace: "kube-system"}, Data: map[string]string{"log.override": "log"}}
 		// An image pinned by digest alone says no version: no read_timeout.
 		p := startPlatform(t, "10.0.0.0/16", dnsDeployment("coredns", "dns.example/coredns@sha256:"+strings.Repeat("0", 64), "coredns", "coredns-custom"), other)
@@ -211,8 +212,8 @@ func TestFrontPerPlatform(t *testing.T) {
 		}
 	})
 	t.Run("eks", func(t *testing.T) {
-		// EKS's Service range 172.20.0.0/16 (used when the VPC is in
-		// 10.0.0.0/8): the add-on value keeps the cluster's Corefile.
+		// Another Service range: the add-on value keeps the cluster's
+		// Corefile.
 		p := startPlatform(t, "172.20.0.0/16", dnsDeployment("coredns", "dns.example/coredns:v1.15.0-build.1", "coredns"), corefileConfigMap(front.KubeadmCorefile))
 		code, out, errOut := p.front(t, "--platform", "eks")
 		if code != 0 {
