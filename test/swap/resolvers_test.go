@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/coredns-mcs/coredns-mcs/internal/front"
 	"github.com/coredns-mcs/coredns-mcs/test/node"
 )
 
@@ -181,19 +182,28 @@ func (r *resolvers) waitUntil(at float64) {
 // all begun at uptime since or later, answered the import's address.
 func (r *resolvers) waitImportBack(since float64) {
 	r.s.t.Helper()
+	// The cluster DNS runs two pods, each with its own cache and its own
+	// view of the standalone server's health: a few answers in a row may
+	// all come from the one that has recovered, while the other still
+	// holds the stand-in's NXDOMAIN for its negative TTL. Answers in a row
+	// over longer than that TTL and a health check mean both are back.
+	span := float64(front.StandInTTL) + 1
 	r.waitFor("import answering again", time.Minute, func(_ resolverClient, lines []resolution) bool {
-		ok := 0
-		for i := len(lines) - 1; i >= 0 && ok < 5; i-- {
+		first, last := -1.0, -1.0
+		for i := len(lines) - 1; i >= 0; i-- {
 			l := lines[i]
 			if l.kind() != kindImport {
 				continue
 			}
 			if l.at < since || !r.answered(l) {
-				return false
+				break
 			}
-			ok++
+			if last < 0 {
+				last = l.at
+			}
+			first = l.at
 		}
-		return ok == 5
+		return last >= 0 && last-first >= span
 	})
 }
 
