@@ -202,24 +202,31 @@ func TestKubectlMCS(t *testing.T) {
 	t.Run("explain answers as the server", func(t *testing.T) { c.testExplainEqualsServer(t) })
 }
 
-func (c *cluster) testCheckCorrect(t *testing.T) {
+// expectCheckPasses runs check, which must exit 0 with no FAIL line and
+// print every line of want.
+func (c *cluster) expectCheckPasses(t *testing.T, want ...string) {
+	t.Helper()
 	code, out, errOut := c.kubectlMCS(t, "check")
 	t.Logf("kubectl mcs check:\n%s%s", out, errOut)
 	if code != 0 || strings.Contains(out, "FAIL") {
 		t.Fatalf("exit %d on a correct setup", code)
 	}
-	for _, want := range []string{
+	for _, line := range want {
+		if !strings.Contains(out, line) {
+			t.Errorf("no line %q", line)
+		}
+	}
+}
+
+func (c *cluster) testCheckCorrect(t *testing.T) {
+	c.expectCheckPasses(t,
 		"OK    crd             ServiceImport served at v1beta1, v1alpha1",
 		"OK    image           Deployment kube-system/coredns runs ghcr.io/coredns-mcs/coredns-mcs:v0.1.0, version v0.1.0",
 		"OK    rbac            system:serviceaccount:kube-system:coredns may watch serviceimports.multicluster.x-k8s.io",
 		"OK    corefile        server block",
 		"OK    clusterproperty this cluster's id is \"west\"",
 		"OK    imports         1 ServiceImports served",
-	} {
-		if !strings.Contains(out, want) {
-			t.Errorf("no line %q", want)
-		}
-	}
+	)
 	if code, out, _ := c.kubectlMCS(t, "check", "-o", "json"); code != 0 {
 		t.Errorf("check -o json: exit %d", code)
 	} else {
