@@ -192,7 +192,7 @@ func Render(p Platform, o Options, corefile string) (string, error) {
 			"spec":       map[string]string{"valuesContent": string(values)},
 		})
 	}
-	return "", fmt.Errorf("unknown platform %q: want one of %s", p, strings.Join(platformNames(), ", "))
+	return "", fmt.Errorf("unknown platform %q: want one of %s", p, strings.Join(PlatformNames(), ", "))
 }
 
 // StubDomains returns the kube-dns ConfigMap with stub domains for the
@@ -238,7 +238,8 @@ func toYAML(v any) (string, error) {
 	return strings.Replace(string(out), "  creationTimestamp: null\n", "", 1), nil
 }
 
-func platformNames() []string {
+// PlatformNames lists the names of Platforms, in order.
+func PlatformNames() []string {
 	var names []string
 	for _, p := range Platforms {
 		names = append(names, string(p))
@@ -251,5 +252,5 @@ func ParsePlatform(s string) (Platform, error) {
 	if slices.Contains(Platforms, Platform(s)) {
 		return Platform(s), nil
 	}
-	return "", fmt.Errorf("unknown platform %q: want one of %s", s, strings.Join(platformNames(), ", "))
+	return "", fmt.Errorf("unknown platform %q: want one of %s", s, strings.Join(PlatformNames(), ", "))
 }

@@ -40,7 +40,7 @@ func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 func (f *frontOptions) flags(fs *flag.FlagSet) {
-	fs.StringVar(&f.platform, "platform", "", "the cluster DNS's platform: "+strings.Join(platformNames(), ", ")+" (default: detected)")
+	fs.StringVar(&f.platform, "platform", "", "the cluster DNS's platform: "+strings.Join(front.PlatformNames(), ", ")+" (default: detected)")
 	fs.StringVar(&f.standalone, "standalone-service", "kube-system/coredns-mcs", "NAMESPACE/NAME of the standalone coredns-mcs Service (front)")
 	fs.Var(&f.cidrs, "clusterset-cidr", "a ClusterSetIP range whose PTR coredns-mcs answers (front; repeat for several)")
 	fs.StringVar(&f.clusterDomain, "cluster-domain", front.DefaultClusterDomain, "the cluster's DNS domain (front)")
@@ -48,14 +48,6 @@ func (f *frontOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&f.version, "coredns-version", "", "the cluster DNS's CoreDNS version, e.g. 1.12.1 (front; default: read from its image tag)")
 	fs.BoolVar(&f.apply, "apply", false, "apply the configuration instead of printing it (front)")
 	fs.BoolVar(&f.remove, "remove", false, "the configuration without coredns-mcs: what removes it (front)")
-}
-
-func platformNames() []string {
-	var names []string
-	for _, p := range front.Platforms {
-		names = append(names, string(p))
-	}
-	return names
 }
 
 // frontCmd prints, or applies, the configuration the cluster's DNS needs

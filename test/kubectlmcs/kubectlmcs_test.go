@@ -66,15 +66,22 @@ func corefileText(kubeconfig string, port, readyPort int, extra string) string {
 `, port, readyPort, kubeconfig, extra, kubeconfig)
 }
 
-func startCluster(t *testing.T) *cluster {
+// newCluster starts a control plane with the CRDs, and its clients.
+func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	cp := controlplane.ForTest(t, controlplane.Options{InstallCRDs: true})
-	c := &cluster{
+	return &cluster{
 		cp:   cp,
 		kube: kubernetes.NewForConfigOrDie(cp.Config),
 		mcs:  mcsclient.NewForConfigOrDie(cp.Config),
 		dyn:  dynamic.NewForConfigOrDie(cp.Config),
 	}
+}
+
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := newCluster(t)
+	cp := c.cp
 	// What a user installs: manifests/install's ServiceAccount, CoreDNS's
 	// ClusterRole and Deployment, and manifests/rbac.
 	var manifests []apply.Manifest

@@ -9,12 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/front"
-	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
 )
 
@@ -30,13 +27,8 @@ type standaloneCluster struct {
 
 func startStandalone(t *testing.T) *standaloneCluster {
 	t.Helper()
-	cp := controlplane.ForTest(t, controlplane.Options{InstallCRDs: true})
-	c := &cluster{
-		cp:   cp,
-		kube: kubernetes.NewForConfigOrDie(cp.Config),
-		mcs:  mcsclient.NewForConfigOrDie(cp.Config),
-		dyn:  dynamic.NewForConfigOrDie(cp.Config),
-	}
+	c := newCluster(t)
+	cp := c.cp
 	ctx := t.Context()
 	if _, err := c.kube.AppsV1().Deployments("kube-system").Create(ctx, dnsDeployment("coredns", "registry.k8s.io/coredns/coredns:v"+front.KubeadmCoreDNSVersion, "coredns"), meta.CreateOptions{}); err != nil {
 		t.Fatal(err)
