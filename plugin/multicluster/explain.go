@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
@@ -131,11 +132,16 @@ func (m *Multicluster) describe(r *dns.Msg) []string {
 			if noLocal {
 				say("no local Service %s", key)
 			}
-			say("fallback_scope keeps %s local: passed on, as if there were no import", key)
+			if m.scope.systemRefuses(req.namespace, req.service) {
+				say("%s is a system namespace (%s): its names never fall back to an import unless system_fallback names them; passed on, as if there were no import", req.namespace, strings.Join(m.systemNamespaces(), ", "))
+			} else {
+				say("fallback_scope keeps %s local: passed on, as if there were no import", key)
+			}
 			return steps
 		}
 	}
-	if a := m.service(req, v, name, q.Qtype, zone); a.rcode == dns.RcodeNameError {
+	a := m.service(req, v, name, q.Qtype, zone)
+	if a.rcode == dns.RcodeNameError {
 		if noLocal {
 			say("no local Service %s: the import decides", key)
 		}
@@ -151,6 +157,12 @@ func (m *Multicluster) describe(r *dns.Msg) []string {
 		say("no local Service %s: the import answers", key)
 	}
 	switch {
+	case req.kind == kindReserved:
+		say("%s.%s.%s.svc holds no records (the MCS DNS specification reserves it), but host names of cluster %s lie below it: NODATA (RFC 8020)", req.cluster, req.service, req.namespace, req.cluster)
+		return steps
+	case req.kind == kindHost && v.eps != nil && !v.eps.hasHost(req.host, req.cluster):
+		say("%s.%s.%s.svc holds no records, but host names of cluster id %s lie below it: NODATA (RFC 8020)", req.labels, req.service, req.namespace, req.labels)
+		return steps
 	case req.kind == kindHost:
 		say("%s.%s is a ready endpoint of the headless import: its addresses answer", req.host, req.cluster)
 		return steps
@@ -172,7 +184,7 @@ func (m *Multicluster) describe(r *dns.Msg) []string {
 func (m *Multicluster) describeNoSuchName(req request, v *view, say func(string, ...any)) {
 	switch {
 	case req.kind == kindReserved:
-		say("%s.%s.%s.svc is reserved by the MCS DNS specification (a cluster id directly below a service names nothing): NXDOMAIN", req.cluster, req.service, req.namespace)
+		say("%s.%s.%s.svc is reserved by the MCS DNS specification, and no host name of a cluster %s lies below it: NXDOMAIN", req.cluster, req.service, req.namespace, req.cluster)
 	case v.headless && !v.readyEndpoints():
 		say("the headless import has no ready endpoint: the service has no names (NXDOMAIN)")
 	case req.kind == kindPort:
@@ -318,6 +330,24 @@ func (m *Multicluster) describePointer(name string, qtype uint16, say func(strin
 	if len(refs) == 0 {
 		say("no import claims %s", addr)
 	}
+	switch _, verdict := m.pointer(addr, name, m.ptrZone); verdict {
+	case ptrOutOfRange:
+		say("%s is outside the reverse ranges (%s): no import may name it, passed on", addr, describeRanges(m.reverseRanges))
+	case ptrConflict:
+		say("imports of several namespaces (%s) claim %s, and no derived Service decides: a conflict, passed on (coredns_multicluster_reverse_conflicts)", strings.Join(claimNamespaces(refs), ", "), addr)
+	}
+}
+
+// describeRanges names reverse ranges, the default ones by what they are.
+func describeRanges(ranges []netip.Prefix) string {
+	if slices.Equal(ranges, defaultReverseRanges) {
+		return "the default: private, shared, documentation and reserved ranges, no public address"
+	}
+	names := make([]string, len(ranges))
+	for i, p := range ranges {
+		names[i] = p.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // Recorder is a ResponseWriter that keeps the message written, for a tool

@@ -183,8 +183,13 @@ func (m *Multicluster) serveFallback(ctx context.Context, w dns.ResponseWriter, 
 		failover = true
 	}
 	if v.outOfScope {
-		// The operator keeps this name local: as if there were no import.
-		m.counters.policy(server, ruleScopeRefused)
+		// The operator keeps this name local, or it is a system name: as
+		// if there were no import.
+		rule := ruleScopeRefused
+		if m.scope.systemRefuses(req.namespace, req.service) {
+			rule = ruleSystemRefused
+		}
+		m.counters.policy(server, rule)
 		m.counters.request(server, zoneFallback, outcomePassed)
 		return false, 0, nil
 	}
@@ -252,11 +257,16 @@ func (m *Multicluster) serveReverse(ctx context.Context, w dns.ResponseWriter, r
 	if !ok {
 		return false, 0, nil
 	}
-	a, ok := m.pointer(addr.Unmap(), q.Name, m.ptrZone)
-	if !ok {
-		return false, 0, nil
+	a, verdict := m.pointer(addr.Unmap(), q.Name, m.ptrZone)
+	switch verdict {
+	case ptrAnswered:
+		return m.write(w, r, q.Name[len(q.Name)-len(zone):], a, metrics.WithServer(ctx), zoneReverse)
+	case ptrConflict:
+		m.counters.policy(metrics.WithServer(ctx), rulePTRConflict)
+	case ptrOutOfRange:
+		m.counters.policy(metrics.WithServer(ctx), rulePTROutOfRange)
 	}
-	return m.write(w, r, q.Name[len(q.Name)-len(zone):], a, metrics.WithServer(ctx), zoneReverse)
+	return false, 0, nil
 }
 
 // refuse writes REFUSED for a query of a clusterset zone the plugin does

@@ -136,11 +136,11 @@ func TestNoDuplicateRecordsAcrossSlices(t *testing.T) {
 	}
 	// PTR keeps the name while one slice still gives it, and drops it when
 	// none does.
-	if a, ok := m.pointer(mustAddr("10.1.0.1"), "1.0.1.10.in-addr.arpa.", z); !ok || a.answer[0].(*dns.PTR).Ptr != "db-0.east.db.ns1.svc.clusterset.local." {
-		t.Errorf("PTR 10.1.0.1 after one of its slices went: %v %v", a.answer, ok)
+	if a, verdict := m.pointer(mustAddr("10.1.0.1"), "1.0.1.10.in-addr.arpa.", z); verdict != ptrAnswered || a.answer[0].(*dns.PTR).Ptr != "db-0.east.db.ns1.svc.clusterset.local." {
+		t.Errorf("PTR 10.1.0.1 after one of its slices went: %v %v", a.answer, verdict)
 	}
 	m.sources.deleteSlice("ns1", "db-a")
-	if a, ok := m.pointer(mustAddr("10.1.0.1"), "1.0.1.10.in-addr.arpa.", z); ok {
+	if a, verdict := m.pointer(mustAddr("10.1.0.1"), "1.0.1.10.in-addr.arpa.", z); verdict == ptrAnswered {
 		t.Errorf("PTR 10.1.0.1 after every slice went: %v", a.answer)
 	}
 	if n := len(m.index.reverse); n != 0 {
@@ -239,8 +239,8 @@ func TestNamesTooLongForDNS(t *testing.T) {
 			test.A(base + " 5 IN A 10.1.0.1"),
 			test.A(base + " 5 IN A 10.1.0.2"),
 		}})
-	a, ok := m.pointer(mustAddr("10.1.0.1"), "1.0.1.10.in-addr.arpa.", z)
-	if !ok || a.answer[0].(*dns.PTR).Ptr != base {
+	a, verdict := m.pointer(mustAddr("10.1.0.1"), "1.0.1.10.in-addr.arpa.", z)
+	if verdict != ptrAnswered || a.answer[0].(*dns.PTR).Ptr != base {
 		t.Errorf("PTR of the endpoint without a name: %v", a.answer)
 	}
 	msg := new(dns.Msg)
@@ -310,16 +310,16 @@ func TestSliceChangeReplacesOneSlice(t *testing.T) {
 			t.Errorf("slice %s: kept %v", after[i].name, same)
 		}
 	}
-	if _, ok := m.pointer(mustAddr("10.1.0.5"), "", "clusterset.local."); ok {
+	if _, verdict := m.pointer(mustAddr("10.1.0.5"), "", "clusterset.local."); verdict == ptrAnswered {
 		t.Errorf("the replaced slice's old address still has a PTR")
 	}
-	if _, ok := m.pointer(mustAddr("10.1.1.1"), "", "clusterset.local."); !ok {
+	if _, verdict := m.pointer(mustAddr("10.1.1.1"), "", "clusterset.local."); verdict != ptrAnswered {
 		t.Errorf("the replaced slice's new address has no PTR")
 	}
 }
 
 // Smaller points: "all ports" is a valid EndpointSlice port, not a problem;
-// the intermediate names of a cluster id of several labels exist (NODATA).
+// the names of a cluster id of several labels exist (NODATA).
 func TestAllPortsAndEmptyNonTerminals(t *testing.T) {
 	m, _ := newTestPlugin(t, []importDef{{ns: "ns1", name: "db", typ: "Headless", ports: []portFields{{name: "pg", port: 5432}}}}, fakeLocal{})
 	problems := setSlice(t, m, slice{ns: "ns1", svc: "db", cluster: "east.west.prod", name: "db-e", ports: []discovery.EndpointPort{{}},
@@ -334,8 +334,10 @@ func TestAllPortsAndEmptyNonTerminals(t *testing.T) {
 		{Qname: "east.west.prod.db.ns1.svc." + z, Qtype: dns.TypeA, Ns: nodata},
 		{Qname: "west.prod.db.ns1.svc." + z, Qtype: dns.TypeA, Ns: nodata},
 		{Qname: "west.prod.db.ns1.svc." + z, Qtype: dns.TypeSRV, Ns: nodata},
-		// The single label in front of the service is reserved: NXDOMAIN.
-		{Qname: "prod.db.ns1.svc." + z, Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: nodata},
+		// The single label in front of the service is reserved, and holds
+		// no records; prod has names below it (RFC 8020): NODATA.
+		{Qname: "prod.db.ns1.svc." + z, Qtype: dns.TypeA, Ns: nodata},
+		{Qname: "west.db.ns1.svc." + z, Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: nodata},
 		{Qname: "north.prod.db.ns1.svc." + z, Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: nodata},
 		{Qname: "db-1.east.west.prod.db.ns1.svc." + z, Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: nodata},
 		// The slice gives no port: the import's answers SRV.
@@ -348,3 +350,40 @@ func TestAllPortsAndEmptyNonTerminals(t *testing.T) {
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// TestClusterIDNames: the name of a cluster id, of one label or several, is
+// NODATA while host names of that cluster lie below it, and NXDOMAIN when
+// none does: a cluster that is gone, a ClusterSetIP import, a slice whose
+// endpoints have no names, a headless import without ready endpoints.
+func TestClusterIDNames(t *testing.T) {
+	m, _ := newTestPlugin(t, []importDef{
+		{ns: "ns", name: "cache", typ: "Headless"},
+		{ns: "ns", name: "vip", typ: "ClusterSetIP", ips: []string{"10.9.0.1"}},
+	}, fakeLocal{})
+	setSlice(t, m, slice{ns: "ns", svc: "cache", cluster: "west", name: "w", endpoints: []discovery.Endpoint{ep("10.1.0.1", "c-0", nil)}})
+	setSlice(t, m, slice{ns: "ns", svc: "cache", cluster: "east.prod", name: "e", endpoints: []discovery.Endpoint{ep("10.1.0.2", "c-0", nil)}})
+	setSlice(t, m, slice{ns: "ns", svc: "vip", cluster: "west", name: "v", endpoints: []discovery.Endpoint{ep("10.1.0.3", "v-0", nil)}})
+	const z = "clusterset.local."
+	nodata := []dns.RR{soaOf(z)}
+	for _, tc := range []test.Case{
+		{Qname: "c-0.west.cache.ns.svc." + z, Qtype: dns.TypeA, Answer: []dns.RR{test.A("c-0.west.cache.ns.svc.clusterset.local. 5 IN A 10.1.0.1")}},
+		{Qname: "west.cache.ns.svc." + z, Qtype: dns.TypeA, Ns: nodata},
+		{Qname: "WEST.cache.ns.svc." + z, Qtype: dns.TypeAAAA, Ns: []dns.RR{soaOf(z)}},
+		{Qname: "east.prod.cache.ns.svc." + z, Qtype: dns.TypeA, Ns: nodata},
+		{Qname: "prod.cache.ns.svc." + z, Qtype: dns.TypeSRV, Ns: nodata},
+		{Qname: "north.cache.ns.svc." + z, Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: nodata},
+		{Qname: "east.cache.ns.svc." + z, Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: nodata},
+		// A ClusterSetIP import has no host names, whatever its slices hold.
+		{Qname: "west.vip.ns.svc." + z, Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: nodata},
+	} {
+		checkCase(t, m, tc)
+	}
+	// The cluster's hosts go: its name goes with them.
+	m.sources.deleteSlice("ns", "w")
+	checkCase(t, m, test.Case{Qname: "west.cache.ns.svc." + z, Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: nodata})
+	// Endpoints without names (no source cluster on the slice) make none.
+	setSlice(t, m, slice{ns: "ns", svc: "cache", name: "anon", endpoints: []discovery.Endpoint{ep("10.1.0.4", "", nil)}})
+	checkCase(t, m, test.Case{Qname: "east.prod.cache.ns.svc." + z, Qtype: dns.TypeA, Ns: nodata})
+	m.sources.deleteSlice("ns", "e")
+	checkCase(t, m, test.Case{Qname: "prod.cache.ns.svc." + z, Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: nodata})
+}

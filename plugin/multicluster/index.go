@@ -102,11 +102,30 @@ type endpointSet struct {
 	// (or under two names), so answers built from several slices drop
 	// repeated records before they are sent.
 	dups bool
-	// ents are the intermediate names of multi-label cluster ids
-	// ("west.prod" of host.east.west.prod), which exist because names exist
-	// below them (RFC 8020): NODATA, not NXDOMAIN. Nil when no cluster id
-	// has several labels.
+	// ents are the names of multi-label cluster ids ("east.west.prod",
+	// "west.prod" and "prod" of host.east.west.prod), which exist because
+	// names exist below them (RFC 8020): NODATA, not NXDOMAIN. Nil when no
+	// cluster id has several labels; a one-label id is found in slices.
 	ents map[string]struct{}
+}
+
+// hasNamesBelow reports whether the labels c, between a host and the
+// service, are a cluster id or its end, with host names below: an empty
+// non-terminal.
+func (eps *endpointSet) hasNamesBelow(c string) bool {
+	if _, ok := eps.ents[c]; ok {
+		return true
+	}
+	i, _ := slices.BinarySearchFunc(eps.slices, c, func(s *sliceSpec, c string) int { return cmp.Compare(s.cluster, c) })
+	for _, s := range eps.slices[i:] {
+		if s.cluster != c {
+			return false
+		}
+		if len(s.endpoints) > s.anonymous {
+			return true
+		}
+	}
+	return false
 }
 
 // readyEndpoints reports whether a headless import has a ready address.
@@ -184,6 +203,9 @@ type index struct {
 
 	rmu     sync.RWMutex
 	reverse map[netip.Addr][]ptrRef
+	// conflicts counts the addresses that imports of several namespaces
+	// claim (the trust model: passed on, not answered).
+	conflicts atomic.Int64
 
 	serial serialClock // the zones' SOA serial
 	// localModified is the last change of local Services seen, by which the
@@ -268,10 +290,9 @@ func (x *index) put(key serviceKey, old, v *view) {
 	}
 	if changes := reverseDiff(old, v); len(changes) > 0 {
 		x.rmu.Lock()
-		for _, c := range changes {
-			x.applyReverseLocked(c)
-		}
+		conflicts := x.applyReverseLocked(changes)
 		x.rmu.Unlock()
+		logConflicts(key, conflicts)
 	}
 	x.mu.Lock()
 	if v != nil {
@@ -295,6 +316,22 @@ func (x *index) put(key serviceKey, old, v *view) {
 	}
 	x.mu.Unlock()
 	x.serial.tick()
+}
+
+// maxConflictLogs bounds the lines one change of an import logs about
+// conflicting addresses; the rest are summed up in one line.
+const maxConflictLogs = 8
+
+// logConflicts logs the addresses whose conflict a change of the import key
+// changed, each once.
+func logConflicts(key serviceKey, conflicts []conflictChange) {
+	for i, c := range conflicts {
+		if i == maxConflictLogs {
+			log.Warningf("ServiceImport %s: %d more addresses changed their conflict state (coredns_multicluster_reverse_conflicts counts them)", key, len(conflicts)-i)
+			return
+		}
+		log.Warningf("ServiceImport %s: %s", key, c)
+	}
 }
 
 // ownedOf returns the local Services whose ClusterIPs are the import v's:
@@ -450,9 +487,45 @@ func appendChange(changes []reverseChange, ip net.IP, t ptrTarget, delta int32) 
 	return append(changes, reverseChange{addr: addr.Unmap(), t: t, delta: delta})
 }
 
-// applyReverseLocked applies one change. The list of an address is copied,
+// applyReverseLocked applies changes, and returns the addresses whose
+// conflict changed: claimed by imports of several namespaces where they were
+// not, no longer, or by another set of namespaces. Addresses out of conflict
+// before and after cost no more than the change.
+func (x *index) applyReverseLocked(changes []reverseChange) []conflictChange {
+	var before map[netip.Addr][]ptrRef // the claims, before changes, of addresses in conflict at some point
+	for _, c := range changes {
+		old := x.reverse[c.addr]
+		x.applyOneLocked(c)
+		if _, seen := before[c.addr]; !seen && (contested(old) || contested(x.reverse[c.addr])) {
+			if before == nil {
+				before = make(map[netip.Addr][]ptrRef)
+			}
+			before[c.addr] = old
+		}
+	}
+	var out []conflictChange
+	for addr, old := range before {
+		refs := x.reverse[addr]
+		was, is := contested(old), contested(refs)
+		after := claimNamespaces(refs)
+		if was && is && slices.Equal(claimNamespaces(old), after) {
+			continue
+		}
+		switch {
+		case is && !was:
+			x.conflicts.Add(1)
+		case was && !is:
+			x.conflicts.Add(-1)
+		}
+		out = append(out, conflictChange{addr: addr, namespaces: after})
+	}
+	slices.SortFunc(out, func(a, b conflictChange) int { return a.addr.Compare(b.addr) })
+	return out
+}
+
+// applyOneLocked applies one change. The list of an address is copied,
 // never edited in place: readers may hold the old one.
-func (x *index) applyReverseLocked(c reverseChange) {
+func (x *index) applyOneLocked(c reverseChange) {
 	old := x.reverse[c.addr]
 	i := slices.IndexFunc(old, func(r ptrRef) bool { return r.ptrTarget == c.t })
 	switch {

@@ -55,7 +55,7 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "policy_decisions_total",
-		Help:      "Queries whose answer a traffic or fallback policy decided, by rule: local_preferred (only the local cluster's endpoints, for an import that prefers close ones), failover_service (a fallback name failed over because its import prefers close endpoints), scope_refused (a fallback name the fallback scope keeps local).",
+		Help:      "Queries whose answer a traffic or fallback policy decided, by rule: local_preferred (only the local cluster's endpoints, for an import that prefers close ones), failover_service (a fallback name failed over because its import prefers close endpoints), scope_refused (a fallback name the fallback scope keeps local), system_refused (a fallback name of a system namespace, kept local), ptr_conflict (a PTR query passed on because imports of several namespaces claim the address), ptr_out_of_range (a PTR query for an address an import claims, passed on because it is outside reverse_ranges).",
 	}, []string{"server", "rule"})
 
 	objects = promauto.NewGaugeVec(prometheus.GaugeOpts{
@@ -199,10 +199,13 @@ const (
 	ruleLocalPreferred  rule = iota // only the local cluster's endpoints (trafficDistribution)
 	ruleFailoverService             // a fallback name failed over for its import's trafficDistribution
 	ruleScopeRefused                // a fallback name the fallback scope keeps local
+	ruleSystemRefused               // a fallback name of a system namespace, kept local
+	rulePTRConflict                 // a PTR passed on: imports of several namespaces claim the address
+	rulePTROutOfRange               // a PTR passed on: the address is outside reverse_ranges
 	rules
 )
 
-var ruleNames = [rules]string{"local_preferred", "failover_service", "scope_refused"}
+var ruleNames = [rules]string{"local_preferred", "failover_service", "scope_refused", "system_refused", "ptr_conflict", "ptr_out_of_range"}
 
 // queryCounters are the counters of the query path.
 type queryCounters struct {

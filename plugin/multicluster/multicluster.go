@@ -52,8 +52,13 @@ type Multicluster struct {
 	// clusterID is the local cluster's id from the Corefile; empty: read
 	// from the ClusterProperty cluster.clusterset.k8s.io.
 	clusterID string
-	// scope limits which imports answer in fallback zones; nil: all.
-	scope *fallbackScope
+	// scope limits which imports answer in fallback zones; nil: all. With
+	// fallback zones it always keeps the system namespaces out, except the
+	// names of systemOptIn.
+	scope       *fallbackScope
+	systemOptIn []scopePattern
+	// ownNamespace is the namespace the server runs in, "" when unknown.
+	ownNamespace string
 
 	kubeconfig string
 	context    string
@@ -89,7 +94,7 @@ func New() *Multicluster {
 	x := newIndex()
 	return &Multicluster{
 		Zones:      []string{defaultZone},
-		resolver:   resolver{index: x, ttl: defaultTTL},
+		resolver:   resolver{index: x, ttl: defaultTTL, reverseRanges: defaultReverseRanges},
 		ptrZone:    defaultZone,
 		sources:    newSources(x),
 		counters:   newQueryCounters(),

@@ -410,13 +410,19 @@ func newView(imp *importSpec, ss *serviceSlices, policy viewPolicy) *view {
 				v.ports = append(v.ports, p)
 			}
 		}
-		// Each cluster id of several labels once: its intermediate names.
+		// Each cluster id of several labels once: its names, each of which
+		// has names below it.
 		if strings.IndexByte(s.cluster, '.') > 0 && len(s.endpoints) > s.anonymous && (i == 0 || ordered[i-1].cluster != s.cluster) {
 			if eps.ents == nil {
 				eps.ents = make(map[string]struct{})
 			}
-			for c := s.cluster; strings.IndexByte(c, '.') > 0; c = c[strings.IndexByte(c, '.')+1:] {
+			for c := s.cluster; ; {
 				eps.ents[c] = struct{}{}
+				dot := strings.IndexByte(c, '.')
+				if dot < 0 {
+					break
+				}
+				c = c[dot+1:]
 			}
 		}
 	}

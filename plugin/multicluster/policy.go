@@ -2,6 +2,7 @@ package multicluster
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -17,6 +18,69 @@ import (
 // whether its import is out of scope.
 type fallbackScope struct {
 	include, exclude []scopePattern
+	// system are the namespaces whose imports never answer in fallback
+	// zones, unless a pattern of optIn names them (system_fallback): a
+	// system component's traffic must not leave the cluster because its
+	// Service is briefly missing. Nil: none (a scope without fallback
+	// zones, or built by hand in a test).
+	system map[string]bool
+	optIn  []scopePattern
+}
+
+// systemNamespaces are the namespaces of the cluster's own components,
+// besides the one the server runs in.
+var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+
+// withSystem returns s (nil: allow all) with the system namespaces below
+// own, the server's own namespace (empty when unknown), kept out of
+// fallback zones except the names that optIn patterns match.
+func (s *fallbackScope) withSystem(own string, optIn []scopePattern) *fallbackScope {
+	out := &fallbackScope{system: map[string]bool{}, optIn: optIn}
+	if s != nil {
+		out.include, out.exclude = s.include, s.exclude
+	}
+	for _, ns := range systemNamespaces {
+		out.system[ns] = true
+	}
+	if own != "" {
+		out.system[own] = true
+	}
+	return out
+}
+
+// systemRefuses reports whether namespace/name is a system name that no
+// system_fallback pattern opts in.
+func (s *fallbackScope) systemRefuses(namespace, name string) bool {
+	if s == nil || !s.system[namespace] {
+		return false
+	}
+	for _, p := range s.optIn {
+		if p.matches(namespace, name) {
+			return false
+		}
+	}
+	return true
+}
+
+// parseSystemOptIn parses the arguments of system_fallback: NAMESPACE/NAME
+// patterns whose namespace is one of system, spelled out (a wildcard there
+// would opt in namespaces nobody named), and whose name may use '*'.
+func parseSystemOptIn(args []string, system []string) ([]scopePattern, error) {
+	var out []scopePattern
+	for _, arg := range args {
+		p, exclude, err := parseScopePattern(arg)
+		if err != nil {
+			return nil, err
+		}
+		if exclude {
+			return nil, fmt.Errorf("%q: system_fallback names what may fall back; leave the others out rather than excluding them", arg)
+		}
+		if !slices.Contains(system, p.namespace) {
+			return nil, fmt.Errorf("%q: %q is not a system namespace (%s): its imports fall back already", arg, p.namespace, strings.Join(system, ", "))
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // scopePattern is one NAMESPACE/NAME pattern.
@@ -83,6 +147,9 @@ func checkGlob(g string) error {
 func (s *fallbackScope) allows(namespace, name string) bool {
 	if s == nil {
 		return true
+	}
+	if s.systemRefuses(namespace, name) {
+		return false
 	}
 	for _, p := range s.exclude {
 		if p.matches(namespace, name) {

@@ -23,6 +23,8 @@ type resolver struct {
 	// derivedPrefix names the local Service whose ClusterIPs a ClusterSetIP
 	// import without spec.ips answers with: derivedPrefix+name (Karmada).
 	derivedPrefix string
+	// reverseRanges are the addresses whose reverse names may be answered.
+	reverseRanges []netip.Prefix
 }
 
 // name answers any name of a clusterset zone. owner is the query name as
@@ -62,6 +64,11 @@ func (r *resolver) name(req request, owner string, qtype uint16, zone string) an
 // service answers a name at or below the service v.
 func (r *resolver) service(req request, v *view, owner string, qtype uint16, zone string) answer {
 	if req.kind == kindReserved {
+		// cluster.svc.ns.svc.Z holds no records (the specification reserves
+		// it); it exists when host names of that cluster lie below it.
+		if v.headless && v.eps != nil && v.eps.hasNamesBelow(req.cluster) {
+			return nodata
+		}
 		return nxdomain
 	}
 	if v.headless {
@@ -186,26 +193,12 @@ func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zo
 	case kindPort:
 		return portAnswer(v, req, qtype, func(ports []servicePort) answer { return r.headlessSRV(v, ports, owner, zone) })
 	case kindHost:
-		found := false
 		var rrs []dns.RR
-		// The slices of one cluster are one run, and the endpoints of one
-		// name one run in each: no walk over the others.
-		lo, _ := slices.BinarySearchFunc(eps.slices, req.cluster, func(s *sliceSpec, c string) int { return cmp.Compare(s.cluster, c) })
-		for _, s := range eps.slices[lo:] {
-			if s.cluster != req.cluster {
-				break
+		found := eps.eachHost(req.host, req.cluster, func(e endpoint) {
+			if (qtype == dns.TypeA && !e.v6) || (qtype == dns.TypeAAAA && e.v6) {
+				rrs = append(rrs, newAddressBlock(1, e.v6).next(owner, e.ip, r.ttl))
 			}
-			i, _ := slices.BinarySearchFunc(s.endpoints, req.host, func(e endpoint, h string) int { return cmp.Compare(e.host, h) })
-			for _, e := range s.endpoints[i:] {
-				if e.host != req.host {
-					break
-				}
-				found = true
-				if (qtype == dns.TypeA && !e.v6) || (qtype == dns.TypeAAAA && e.v6) {
-					rrs = append(rrs, newAddressBlock(1, e.v6).next(owner, e.ip, r.ttl))
-				}
-			}
-		}
+		})
 		if found {
 			return answer{answer: eps.dedup(rrs)}
 		}
@@ -217,6 +210,34 @@ func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zo
 		return nxdomain
 	}
 	return nxdomain
+}
+
+// eachHost calls f for each endpoint named host in the slices of cluster,
+// and reports whether there was one. The slices of one cluster are one run,
+// and the endpoints of one name one run in each: no walk over the others.
+func (eps *endpointSet) eachHost(host, cluster string, f func(endpoint)) bool {
+	found := false
+	lo, _ := slices.BinarySearchFunc(eps.slices, cluster, func(s *sliceSpec, c string) int { return cmp.Compare(s.cluster, c) })
+	for _, s := range eps.slices[lo:] {
+		if s.cluster != cluster {
+			break
+		}
+		i, _ := slices.BinarySearchFunc(s.endpoints, host, func(e endpoint, h string) int { return cmp.Compare(e.host, h) })
+		for _, e := range s.endpoints[i:] {
+			if e.host != host {
+				break
+			}
+			found = true
+			f(e)
+		}
+	}
+	return found
+}
+
+// hasHost reports whether an endpoint named host is in the slices of
+// cluster.
+func (eps *endpointSet) hasHost(host, cluster string) bool {
+	return eps.eachHost(host, cluster, func(endpoint) {})
 }
 
 // dedup drops repeated records from rrs when the endpoints hold some
@@ -336,40 +357,62 @@ func distinctPorts(ports []servicePort) []servicePort {
 	return ports
 }
 
+// ptrVerdict is why a PTR query was answered or passed on.
+type ptrVerdict uint8
+
+const (
+	ptrAnswered   ptrVerdict = iota // one name of an import
+	ptrUnknown                      // no import claims the address
+	ptrOutOfRange                   // outside reverse_ranges
+	ptrLocal                        // a local Service's or endpoint's own address
+	ptrConflict                     // claimed by imports of several namespaces
+)
+
 // pointer answers a PTR query, owner, for addr with the one name in zone
 // that addr points back to, and reports false when the plugin knows no name
-// for it, or must leave it to the cluster. Known are the addresses of
-// imports (spec.ips, slice addresses of ClusterSetIP imports, headless
-// endpoints) and the ClusterIPs of derived Services. An address with several
-// names always answers the same one (comparePTR), whatever order the objects
-// arrived in.
+// for it, or must leave it to the cluster, and why. Known are the addresses
+// of imports (spec.ips, slice addresses of ClusterSetIP imports, headless
+// endpoints) and the ClusterIPs of derived Services. The trust model
+// (README) decides who owns an address:
 //
-// Local wins, as it does for forward names: an address that is the
-// ClusterIP of a local Service, or the address of a local endpoint, is left
-// to the cluster's own DNS, unless that Service is the derived Service of an
-// import, which exists to carry the import's addresses.
-func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, bool) {
+//  1. Addresses outside reverse_ranges are never answered: by default no
+//     public address is.
+//  2. A local Service's ClusterIP belongs to that Service (passed on),
+//     unless it is the derived Service of an import: then to that import,
+//     whatever other namespaces claim.
+//  3. A local endpoint's address belongs to the cluster (passed on).
+//  4. Otherwise to the imports that claim it, when they are all of one
+//     namespace; imports of several namespaces are a conflict, passed on.
+//
+// Among the names one namespace may give, an address always answers the
+// same one (comparePTR), whatever order the objects arrived in.
+func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, ptrVerdict) {
+	refs := r.index.reverseLookup(addr)
+	derived := r.derivedPrefix != "" || r.index.hasDerived()
+	if len(refs) == 0 && !derived {
+		return answer{}, ptrUnknown
+	}
+	if !inRanges(r.reverseRanges, addr) {
+		return answer{}, ptrOutOfRange
+	}
 	best, found := ptrTarget{}, false
 	consider := func(t ptrTarget) {
 		if !found || comparePTR(t, best) < 0 {
 			best, found = t, true
 		}
 	}
-	for _, t := range r.index.reverseLookup(addr) {
-		consider(t.ptrTarget)
-	}
-	if derived := r.derivedPrefix != "" || r.index.hasDerived(); r.local != nil && (found || derived) {
+	if r.local != nil && (len(refs) > 0 || derived) {
 		ip := addr.String()
 		for _, svc := range r.local.byClusterIP(ip) {
 			imports := r.derivedImports(svc.Namespace, svc.Name)
 			if len(imports) == 0 {
-				return answer{}, false // a local Service's own address
+				return answer{}, ptrLocal // a local Service's own address
 			}
 			for _, key := range imports {
 				consider(ptrTarget{key: key})
 			}
 		}
-		if found {
+		if !found && len(refs) > 0 {
 			eps, mixed := r.local.byEndpointIP(ip)
 			for _, e := range eps {
 				if len(r.derivedImports(e.key.namespace, e.key.name)) > 0 {
@@ -381,20 +424,30 @@ func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, bool) {
 				// for that slice, and no answer could be sent. Answer the
 				// local name it would have given, in its zone.
 				if !mixed {
-					return answer{}, false
+					return answer{}, ptrLocal
 				}
-				return answer{answer: []dns.RR{ptr(owner, localEndpointName(e, addr, r.local.zone()), r.ttl)}}, true
+				return answer{answer: []dns.RR{ptr(owner, localEndpointName(e, addr, r.local.zone()), r.ttl)}}, ptrAnswered
 			}
 		}
 	}
 	if !found {
-		return answer{}, false
+		// No derived Service decides: the claims of the imports do, if
+		// they are of one namespace.
+		if contested(refs) {
+			return answer{}, ptrConflict
+		}
+		for _, t := range refs {
+			consider(t.ptrTarget)
+		}
+	}
+	if !found {
+		return answer{}, ptrUnknown
 	}
 	target := serviceName(best.key, zone)
 	if best.host != "" {
 		target = hostName(best.host, best.cluster, best.key, zone)
 	}
-	return answer{answer: []dns.RR{ptr(owner, target, r.ttl)}}, true
+	return answer{answer: []dns.RR{ptr(owner, target, r.ttl)}}, ptrAnswered
 }
 
 // localEndpointName is the name the kubernetes plugin gives the local

@@ -292,6 +292,7 @@ func mapKeys(m map[string]struct{}) func(func(string) bool) {
 // parse reads the multicluster stanza of a server block.
 func parse(c *caddy.Controller) (*Multicluster, error) {
 	m := New()
+	m.ownNamespace = podNamespace()
 	seen := false
 	for c.Next() {
 		if seen {
@@ -332,6 +333,12 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 	}
 	if m.scope != nil && len(m.Fallback) == 0 {
 		return nil, c.Errf("fallback_scope applies to fallback zones: add fallback ZONE...")
+	}
+	if m.systemOptIn != nil && len(m.Fallback) == 0 {
+		return nil, c.Errf("system_fallback applies to fallback zones: add fallback ZONE...")
+	}
+	if len(m.Fallback) > 0 {
+		m.scope = m.scope.withSystem(m.ownNamespace, m.systemOptIn)
 	}
 	m.sources.setScope(m.scope)
 	m.sources.setLocalCluster(m.clusterID)
@@ -411,6 +418,27 @@ func parseOption(c *caddy.Controller, m *Multicluster, option string) error {
 			return c.Errf("fallback_scope: %v", err)
 		}
 		m.scope = scope
+	case "system_fallback":
+		if len(args) == 0 {
+			return c.Errf("system_fallback needs at least one pattern, such as kube-system/metrics-server")
+		}
+		optIn, err := parseSystemOptIn(args, m.systemNamespaces())
+		if err != nil {
+			return c.Errf("system_fallback: %v", err)
+		}
+		m.systemOptIn = optIn
+	case "reverse_ranges":
+		if len(args) == 0 {
+			return c.Errf("reverse_ranges needs at least one CIDR, such as 10.96.0.0/12")
+		}
+		if !slices.ContainsFunc(m.Zones, isReverseZone) {
+			return c.Errf("reverse_ranges applies to reverse zones: add in-addr.arpa, ip6.arpa or a CIDR to the zones")
+		}
+		ranges, err := parseRanges(args)
+		if err != nil {
+			return c.Errf("reverse_ranges: %v", err)
+		}
+		m.reverseRanges = ranges
 	case "ttl":
 		if len(args) != 1 {
 			return c.Errf("ttl needs exactly one value, got %d", len(args))
@@ -438,6 +466,32 @@ func parseOption(c *caddy.Controller, m *Multicluster, option string) error {
 		return c.Errf("unknown property %q", option)
 	}
 	return nil
+}
+
+// serviceAccountNamespace is where a pod finds the namespace it runs in.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// podNamespace returns the namespace the server runs in: POD_NAMESPACE when
+// set (the downward API), else its service account's, else "" (outside a
+// cluster). A variable, so that tests can set it.
+var podNamespace = func() string {
+	if ns := strings.TrimSpace(os.Getenv("POD_NAMESPACE")); ns != "" {
+		return ns
+	}
+	b, err := os.ReadFile(serviceAccountNamespace)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// systemNamespaces are the namespaces kept out of fallback zones: the
+// cluster's own, and the server's when known.
+func (m *Multicluster) systemNamespaces() []string {
+	if m.ownNamespace == "" || slices.Contains(systemNamespaces, m.ownNamespace) {
+		return systemNamespaces
+	}
+	return append(slices.Clip(systemNamespaces), m.ownNamespace)
 }
 
 // normalizeZones turns zone arguments (names or CIDRs) into lower-case

@@ -41,7 +41,10 @@ func TestParseEveryOption(t *testing.T) {
 		derived_prefix derived-
 		cluster_id East.Prod
 		fallback_scope shop/* !shop/internal-* */payments
+		system_fallback kube-system/metrics-* dns-system/probe
+		reverse_ranges 10.96.0.0/12 fd00:10:96::/112 10.96.0.0/12
 	}`
+	defer setPodNamespace("dns-system")()
 	m, err := parse(caddy.NewTestController("dns", input))
 	if err != nil {
 		t.Fatal(err)
@@ -73,9 +76,71 @@ func TestParseEveryOption(t *testing.T) {
 	want := &fallbackScope{
 		include: []scopePattern{{namespace: "shop", name: "*"}, {namespace: "*", name: "payments"}},
 		exclude: []scopePattern{{namespace: "shop", name: "internal-*"}},
+		system:  map[string]bool{"kube-system": true, "kube-public": true, "kube-node-lease": true, "dns-system": true},
+		optIn:   []scopePattern{{namespace: "kube-system", name: "metrics-*"}, {namespace: "dns-system", name: "probe"}},
 	}
 	if !reflect.DeepEqual(m.scope, want) {
 		t.Errorf("fallback_scope %+v, want %+v", m.scope, want)
+	}
+	if want := mustPrefixes("10.96.0.0/12", "fd00:10:96::/112"); !slices.Equal(m.reverseRanges, want) {
+		t.Errorf("reverse_ranges %v, want %v", m.reverseRanges, want)
+	}
+}
+
+// setPodNamespace makes the namespace the server runs in ns, until the
+// function it returns runs.
+func setPodNamespace(ns string) func() {
+	saved := podNamespace
+	podNamespace = func() string { return ns }
+	return func() { podNamespace = saved }
+}
+
+// TestSystemNamespacesByDefault: with fallback zones, the system namespaces
+// and the server's own are kept out of them by default, with no option; the
+// clusterset zone is not affected; system_fallback opts names in.
+func TestSystemNamespacesByDefault(t *testing.T) {
+	defer setPodNamespace("dns-system")()
+	m, err := parse(caddy.NewTestController("dns", "multicluster { \n fallback cluster.local \n }"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ns, name string
+		want     bool
+	}{
+		{"kube-system", "metrics-server", false},
+		{"kube-public", "x", false},
+		{"kube-node-lease", "x", false},
+		{"dns-system", "x", false},
+		{"kube-systemx", "x", true},
+		{"shop", "cart", true},
+	} {
+		if got := m.scope.allows(tc.ns, tc.name); got != tc.want {
+			t.Errorf("allows %s/%s = %v, want %v", tc.ns, tc.name, got, tc.want)
+		}
+	}
+	// No fallback zone, no scope: the clusterset zone serves everything.
+	m, err = parse(caddy.NewTestController("dns", "multicluster"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.scope != nil {
+		t.Errorf("a scope without fallback zones: %+v", m.scope)
+	}
+	// Opted in: that name alone, and it still obeys fallback_scope.
+	m, err = parse(caddy.NewTestController("dns", "multicluster { \n fallback cluster.local \n system_fallback kube-system/metrics-server \n fallback_scope !*/metrics-server \n }"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.scope.allows("kube-system", "metrics-server") || m.scope.allows("kube-system", "other") {
+		t.Errorf("opted in, then excluded by fallback_scope: %+v", m.scope)
+	}
+	m, err = parse(caddy.NewTestController("dns", "multicluster { \n fallback cluster.local \n system_fallback kube-system/metrics-server \n }"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.scope.allows("kube-system", "metrics-server") || m.scope.allows("kube-system", "other") {
+		t.Errorf("system_fallback kube-system/metrics-server: %+v", m.scope)
 	}
 }
 
@@ -150,6 +215,16 @@ func TestParseErrors(t *testing.T) {
 		{"multicluster {\n fallback cluster.local\n fallback_scope shop/we?b\n}", `fallback_scope: "shop/we?b": "we?b" has '?'`},
 		{"multicluster {\n fallback cluster.local\n fallback_scope !!shop/*\n}", `fallback_scope: "!!shop/*"`},
 		{"multicluster {\n fallback_scope shop/*\n}", "fallback_scope applies to fallback zones"},
+		{"multicluster {\n fallback cluster.local\n system_fallback\n}", "Testfile:3 - Error during parsing: system_fallback needs at least one pattern"},
+		{"multicluster {\n fallback cluster.local\n system_fallback shop/cart\n}", `Testfile:3 - Error during parsing: system_fallback: "shop/cart": "shop" is not a system namespace (kube-system, kube-public, kube-node-lease)`},
+		{"multicluster {\n fallback cluster.local\n system_fallback kube-*/dns\n}", `"kube-*" is not a system namespace`},
+		{"multicluster {\n fallback cluster.local\n system_fallback !kube-system/dns\n}", `system_fallback: "!kube-system/dns": system_fallback names what may fall back`},
+		{"multicluster {\n fallback cluster.local\n system_fallback kube-system\n}", `system_fallback: "kube-system" is not NAMESPACE/NAME`},
+		{"multicluster {\n system_fallback kube-system/dns\n}", "system_fallback applies to fallback zones"},
+		{"multicluster {\n reverse_ranges 10.96.0.0/12\n}", "Testfile:2 - Error during parsing: reverse_ranges applies to reverse zones"},
+		{"multicluster in-addr.arpa {\n reverse_ranges\n}", "Testfile:2 - Error during parsing: reverse_ranges needs at least one CIDR"},
+		{"multicluster in-addr.arpa {\n reverse_ranges 10.96.0.0\n}", `reverse_ranges: "10.96.0.0" is not a CIDR`},
+		{"multicluster in-addr.arpa {\n reverse_ranges 10.96.0.10/12\n}", `reverse_ranges: "10.96.0.10/12" has bits set past its prefix length: did you mean 10.96.0.0/12?`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.want, func(t *testing.T) {

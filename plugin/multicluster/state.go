@@ -34,7 +34,22 @@ var (
 		Name:      "imports_without_addresses",
 		Help:      "ClusterSetIP ServiceImports that have no address to answer with (no valid spec.ips, no derived Service with a ClusterIP, no ready endpoint): their names answer NODATA.",
 	}, func() float64 { return float64(maxWithoutAddresses(running.plugins())) })
+
+	_ = promauto.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "reverse_conflicts",
+		Help:      "Addresses that ServiceImports of more than one namespace claim: their reverse names are passed on, not answered from imports.",
+	}, func() float64 { return float64(maxConflicts(running.plugins())) })
 )
+
+func maxConflicts(ms []*Multicluster) int64 {
+	var n int64
+	for _, m := range ms {
+		n = max(n, m.index.conflicts.Load())
+	}
+	return n
+}
 
 func boolGauge(b bool) float64 {
 	if b {
