@@ -9,6 +9,7 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/metrics"
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
+	corerequest "github.com/coredns/coredns/request"
 	"github.com/miekg/dns"
 	ot "github.com/opentracing/opentracing-go"
 	core "k8s.io/api/core/v1"
@@ -261,12 +262,53 @@ func (m *Multicluster) serveReverse(ctx context.Context, w dns.ResponseWriter, r
 	switch verdict {
 	case ptrAnswered:
 		return m.write(w, r, q.Name[len(q.Name)-len(zone):], a, metrics.WithServer(ctx), zoneReverse)
+	case ptrLocal:
+		return false, 0, nil
 	case ptrConflict:
 		m.counters.policy(metrics.WithServer(ctx), rulePTRConflict)
 	case ptrOutOfRange:
 		m.counters.policy(metrics.WithServer(ctx), rulePTROutOfRange)
 	}
-	return false, 0, nil
+	return m.passOverSlices(ctx, w, r, addr.Unmap(), zone)
+}
+
+// passOverSlices passes on the PTR query r for addr, which the plugin does
+// not answer (no import claims it, imports of several namespaces do, or it
+// is outside reverse_ranges). The kubernetes plugin caches multicluster
+// EndpointSlices too, and names their addresses from the
+// kubernetes.io/service-name label, which they do not have: with an empty
+// label (host..ns.svc.zone), so that no answer can be sent and the client
+// waits until it times out. When the next plugin is that plugin, and addr is
+// in its cache by such a slice:
+//   - with a local endpoint at addr too, the local endpoint's name answers,
+//     as that plugin names it (as in pointer);
+//   - otherwise the query goes on as that plugin sends a query for an
+//     address it does not know: to the plugin after it, when it falls
+//     through for the name, else NXDOMAIN with its own SOA.
+//
+// Any other query is passed on untouched.
+func (m *Multicluster) passOverSlices(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, addr netip.Addr, zone string) (handled bool, rcode int, err error) {
+	k := m.kube
+	if k == nil || m.local == nil || m.Next != plugin.Handler(k) {
+		return false, 0, nil
+	}
+	ip := addr.String()
+	eps, inSlices := m.local.byEndpointIP(ip)
+	if !inSlices || len(m.local.byClusterIP(ip)) > 0 {
+		return false, 0, nil
+	}
+	if len(eps) > 0 {
+		q := r.Question[0]
+		a := answer{answer: []dns.RR{ptr(q.Name, localEndpointName(eps[0], addr, m.local.zone()), m.ttl)}}
+		return m.write(w, r, q.Name[len(q.Name)-len(zone):], a, metrics.WithServer(ctx), zoneReverse)
+	}
+	state := corerequest.Request{W: w, Req: r}
+	if k.Fall.Through(state.Name()) {
+		rcode, err := plugin.NextOrFailure(k.Name(), k.Next, ctx, w, r)
+		return true, rcode, err
+	}
+	rcode, err = plugin.BackendError(ctx, k, plugin.Zones(k.Zones).Matches(state.Name()), dns.RcodeNameError, state, nil, plugin.Options{})
+	return true, rcode, err
 }
 
 // refuse writes REFUSED for a query of a clusterset zone the plugin does

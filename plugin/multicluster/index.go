@@ -290,9 +290,9 @@ func (x *index) put(key serviceKey, old, v *view) {
 	}
 	if changes := reverseDiff(old, v); len(changes) > 0 {
 		x.rmu.Lock()
-		conflicts := x.applyReverseLocked(changes)
+		changed := x.applyReverseLocked(changes)
 		x.rmu.Unlock()
-		logConflicts(key, conflicts)
+		conflictLogger.log(key, changed)
 	}
 	x.mu.Lock()
 	if v != nil {
@@ -316,22 +316,6 @@ func (x *index) put(key serviceKey, old, v *view) {
 	}
 	x.mu.Unlock()
 	x.serial.tick()
-}
-
-// maxConflictLogs bounds the lines one change of an import logs about
-// conflicting addresses; the rest are summed up in one line.
-const maxConflictLogs = 8
-
-// logConflicts logs the addresses whose conflict a change of the import key
-// changed, each once.
-func logConflicts(key serviceKey, conflicts []conflictChange) {
-	for i, c := range conflicts {
-		if i == maxConflictLogs {
-			log.Warningf("ServiceImport %s: %d more addresses changed their conflict state (coredns_multicluster_reverse_conflicts counts them)", key, len(conflicts)-i)
-			return
-		}
-		log.Warningf("ServiceImport %s: %s", key, c)
-	}
 }
 
 // ownedOf returns the local Services whose ClusterIPs are the import v's:

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
+	"github.com/coredns/coredns/plugin/kubernetes"
 	"github.com/coredns/coredns/plugin/pkg/fall"
 )
 
@@ -68,6 +69,9 @@ type Multicluster struct {
 	// config, when set, is the client configuration, before kubeconfig: a
 	// tool that runs the plugin outside a server gives its own (tool.go).
 	config *rest.Config
+
+	// kube is the kubernetes plugin of the server block, if any.
+	kube *kubernetes.Kubernetes
 
 	sources  *sources
 	counters *queryCounters

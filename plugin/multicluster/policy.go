@@ -48,10 +48,15 @@ func (s *fallbackScope) withSystem(own string, optIn []scopePattern) *fallbackSc
 	return out
 }
 
+// apiServerService is the Service of the cluster's API server, which every
+// pod reaches by name (kubernetes.default.svc): a system name, though its
+// namespace is not a system namespace.
+var apiServerService = scopePattern{namespace: "default", name: "kubernetes"}
+
 // systemRefuses reports whether namespace/name is a system name that no
 // system_fallback pattern opts in.
 func (s *fallbackScope) systemRefuses(namespace, name string) bool {
-	if s == nil || !s.system[namespace] {
+	if s == nil || (!s.system[namespace] && (s.system == nil || !apiServerService.matches(namespace, name))) {
 		return false
 	}
 	for _, p := range s.optIn {
@@ -64,7 +69,8 @@ func (s *fallbackScope) systemRefuses(namespace, name string) bool {
 
 // parseSystemOptIn parses the arguments of system_fallback: NAMESPACE/NAME
 // patterns whose namespace is one of system, spelled out (a wildcard there
-// would opt in namespaces nobody named), and whose name may use '*'.
+// would opt in namespaces nobody named), and whose name may use '*'; or
+// default/kubernetes.
 func parseSystemOptIn(args []string, system []string) ([]scopePattern, error) {
 	var out []scopePattern
 	for _, arg := range args {
@@ -75,7 +81,7 @@ func parseSystemOptIn(args []string, system []string) ([]scopePattern, error) {
 		if exclude {
 			return nil, fmt.Errorf("%q: system_fallback names what may fall back; leave the others out rather than excluding them", arg)
 		}
-		if !slices.Contains(system, p.namespace) {
+		if !slices.Contains(system, p.namespace) && p != apiServerService {
 			return nil, fmt.Errorf("%q: %q is not a system namespace (%s): its imports fall back already", arg, p.namespace, strings.Join(system, ", "))
 		}
 		out = append(out, p)

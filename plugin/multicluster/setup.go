@@ -47,6 +47,7 @@ func setup(c *caddy.Controller) error {
 		k, ok := dnsserver.GetConfig(c).Handler("kubernetes").(*kubernetes.Kubernetes)
 		if ok && k.APIConn != nil {
 			m.local = kubernetesServices{cache: k.APIConn, primaryZone: firstForwardZone(k.Zones)}
+			m.kube = k
 			m.endpointsKnown = kubernetesCachesEndpoints(k)
 		}
 		if m.standaloneLine > 0 {

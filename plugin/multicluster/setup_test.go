@@ -113,6 +113,8 @@ func TestSystemNamespacesByDefault(t *testing.T) {
 		{"kube-node-lease", "x", false},
 		{"dns-system", "x", false},
 		{"kube-systemx", "x", true},
+		{"default", "kubernetes", false},
+		{"default", "kubernetes-dashboard", true},
 		{"shop", "cart", true},
 	} {
 		if got := m.scope.allows(tc.ns, tc.name); got != tc.want {

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Who may make the plugin answer the reverse name of an address: the rules
@@ -102,4 +104,45 @@ func (c conflictChange) String() string {
 		return fmt.Sprintf("address %s is claimed by imports of namespaces %s: its reverse name is passed on, not answered, until one namespace holds it", c.addr, strings.Join(c.namespaces, ", "))
 	}
 	return fmt.Sprintf("address %s is no longer claimed by imports of several namespaces: its reverse name is answered again", c.addr)
+}
+
+// conflictLog bounds what the log says about conflicts: an import that flaps
+// (a compromised controller rewriting it in a loop) would otherwise write a
+// line per flap. Each change is logged until logLimit lines were written in
+// a window; the rest are counted, and said in one line when the next change
+// comes in a later window. The gauge coredns_multicluster_reverse_conflicts
+// is always exact.
+type conflictLog struct {
+	mu         sync.Mutex
+	window     time.Duration
+	limit      int
+	start      time.Time
+	lines      int
+	suppressed int
+	now        func() time.Time
+}
+
+var conflictLogger = &conflictLog{window: time.Minute, limit: 20, now: time.Now}
+
+// log logs the changes of conflicts a change of the import key made.
+func (l *conflictLog) log(key serviceKey, changes []conflictChange) {
+	if len(changes) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now := l.now(); now.Sub(l.start) >= l.window {
+		if l.suppressed > 0 {
+			log.Warningf("%d more changes of addresses claimed by imports of several namespaces were not logged in the last %s", l.suppressed, l.window)
+		}
+		l.start, l.lines, l.suppressed = now, 0, 0
+	}
+	for _, c := range changes {
+		if l.lines >= l.limit {
+			l.suppressed++
+			continue
+		}
+		l.lines++
+		log.Warningf("ServiceImport %s: %s", key, c)
+	}
 }

@@ -2,6 +2,7 @@ package multicluster
 
 import (
 	"strings"
+	"time"
 	"testing"
 
 	"github.com/coredns/coredns/plugin/test"
@@ -187,5 +188,26 @@ func TestSystemNamespacesInFallback(t *testing.T) {
 	e := m.Explain(new(dns.Msg).SetQuestion("kube-dns.kube-system.svc.cluster.local.", dns.TypeA))
 	if steps := strings.Join(e.Steps, "\n"); e.Handled || !strings.Contains(steps, "kube-system is a system namespace (kube-system, kube-public, kube-node-lease, dns-system)") {
 		t.Errorf("explain (handled %v) does not say why:\n%s", e.Handled, steps)
+	}
+}
+
+// TestConflictLogBounded: a flapping import logs at most the limit of lines
+// in a window, and the next window says how many went unsaid.
+func TestConflictLogBounded(t *testing.T) {
+	logged := captureLog(t)
+	now := time.Unix(1000, 0)
+	l := &conflictLog{window: time.Minute, limit: 3, now: func() time.Time { return now }}
+	key := serviceKey{namespace: "aaa", name: "evil"}
+	flap := []conflictChange{{addr: mustAddr("10.42.0.10"), namespaces: []string{"aaa", "demo"}}}
+	for range 10 {
+		l.log(key, flap)
+	}
+	if n := logged.count("is claimed by imports of namespaces aaa, demo"); n != 3 {
+		t.Errorf("%d lines in one window, want 3:\n%s", n, logged)
+	}
+	now = now.Add(time.Minute)
+	l.log(key, flap)
+	if logged.count("7 more changes of addresses claimed by imports of several namespaces were not logged in the last 1m0s") != 1 || logged.count("is claimed by") != 4 {
+		t.Errorf("the next window:\n%s", logged)
 	}
 }

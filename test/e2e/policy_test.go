@@ -173,6 +173,30 @@ func TestTrafficPolicy(t *testing.T) {
 	if got := s.metric(t, "coredns_multicluster_policy_decisions_total", `rule="failover_service",server="dns://:`+portOf(s.server)+`"`); got < 1 {
 		t.Errorf("policy_decisions_total{rule=failover_service} = %v, want at least 1", got)
 	}
+
+	// A hostile ClusterProperty (the trust model's row "ClusterProperty"):
+	// a value that is no cluster id is dropped and logged, and the local
+	// cluster is unknown; another cluster's id only chooses among the
+	// import's own endpoints, and adds none.
+	setValue := func(value string) {
+		t.Helper()
+		p, err := properties.Get(ctx, "cluster.clusterset.k8s.io", meta.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := unstructured.SetNestedField(p.Object, value, "spec", "value"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := properties.Update(ctx, p, meta.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setValue("../Evil_Cluster")
+	n.a("db", "10.244.0.1", "10.245.0.1")
+	expectLoggedOnce(t, s.server, `spec.value "../Evil_Cluster" is not a cluster id`)
+	setValue("west")
+	n.a("db", "10.245.0.1")
+	n.addresses("db-0.east.db."+ns+".svc.clusterset.local.", dns.TypeA, "10.244.0.1")
 }
 
 // portOf is the port a server listens on, as the server label of CoreDNS's

@@ -140,7 +140,8 @@ func startWithout(t *testing.T, kubeconfig string) *server {
 	return startServer(t, resilienceCorefile(kubeconfig, harness.FreePort(t), true), true)
 }
 
-// metric returns the value of the sample name{labels}, or -1 if absent.
+// metric returns the value of the sample name{labels} (name alone when
+// labels is empty), or -1 if absent.
 func (s resilientServer) metric(t *testing.T, name, labels string) float64 {
 	t.Helper()
 	resp, err := http.Get(s.metrics)
@@ -149,6 +150,9 @@ func (s resilientServer) metric(t *testing.T, name, labels string) float64 {
 	}
 	defer resp.Body.Close()
 	prefix := name + "{" + labels + "} "
+	if labels == "" {
+		prefix = name + " "
+	}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), prefix); ok {
