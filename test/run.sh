@@ -20,7 +20,10 @@ echo "Building kube-apiserver and etcd (the first time takes about ten minutes).
 assets=$(bash test/testbin/build.sh kube)
 go build -o "$dir/localcluster" ./test/cmd/localcluster
 
-KUBEBUILDER_ASSETS="$assets" "$dir/localcluster" \
+# The Service range holds the examples' ClusterIPs: frontend's 10.96.100.100,
+# and 10.42.0.10, which the derived Service of checkout holds as an MCS
+# controller leaves it (manifests/examples/import-only.yaml).
+KUBEBUILDER_ASSETS="$assets" "$dir/localcluster" -service-cluster-ip-range 10.0.0.0/9,fd00:10:96::/112 \
   -kubeconfig-out "$dir/kubeconfig" -apply manifests/examples -ready-file "$dir/cluster-ready" &
 pids+=($!)
 for _ in $(seq 1 600); do

@@ -2,8 +2,8 @@ package multicluster
 
 import (
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
@@ -209,5 +209,31 @@ func TestConflictLogBounded(t *testing.T) {
 	l.log(key, flap)
 	if logged.count("7 more changes of addresses claimed by imports of several namespaces were not logged in the last 1m0s") != 1 || logged.count("is claimed by") != 4 {
 		t.Errorf("the next window:\n%s", logged)
+	}
+}
+
+// TestExplainTrust: kubectl mcs explain says why an address an import
+// claims is passed on, and why a cluster id's name is NODATA.
+func TestExplainTrust(t *testing.T) {
+	m, _ := newTestPlugin(t, []importDef{
+		{ns: "demo", name: "checkout", typ: "ClusterSetIP", ips: []string{"10.42.0.10"}},
+		{ns: "aaa", name: "evil", typ: "ClusterSetIP", ips: []string{"10.42.0.10", "8.8.8.8"}},
+		{ns: "demo", name: "db", typ: "Headless"},
+	}, fakeLocal{})
+	addSlice(t, m, "demo", "db", "west", "db-west", discovery.AddressTypeIPv4, ep("10.1.0.1", "db-0", nil))
+	for name, want := range map[string]string{
+		"10.0.42.10.in-addr.arpa.":           "imports of several namespaces (aaa, demo) claim 10.42.0.10, and no derived Service decides: a conflict, passed on",
+		"8.8.8.8.in-addr.arpa.":              "8.8.8.8 is outside the reverse ranges (the default: private, shared, documentation and reserved ranges, no public address): no import may name it, passed on",
+		"west.db.demo.svc.clusterset.local.": "host names of cluster west lie below it: NODATA (RFC 8020)",
+		"east.db.demo.svc.clusterset.local.": "no host name of a cluster east lies below it: NXDOMAIN",
+	} {
+		qtype := dns.TypeA
+		if strings.HasSuffix(name, ".arpa.") {
+			qtype = dns.TypePTR
+		}
+		e := m.Explain(new(dns.Msg).SetQuestion(name, qtype))
+		if steps := strings.Join(e.Steps, "\n"); !strings.Contains(steps, want) {
+			t.Errorf("explain %s:\n%s\nwant it to say %q", name, steps, want)
+		}
 	}
 }
