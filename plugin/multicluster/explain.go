@@ -335,6 +335,10 @@ func (m *Multicluster) describePointer(name string, qtype uint16, say func(strin
 	switch _, verdict := m.pointer(addr, name, m.ptrZone); verdict {
 	case ptrOutOfRange:
 		say("%s is outside the reverse ranges (%s): no import may name it, passed on", addr, describeRanges(m.reverseRanges))
+	case ptrAnswered:
+		if contested(refs) {
+			say("imports of several namespaces (%s) claim %s, and a derived Service decides: the address is its import's", strings.Join(claimNamespaces(refs), ", "), addr)
+		}
 	case ptrConflict:
 		say("imports of several namespaces (%s) claim %s, and no derived Service decides: a conflict, passed on (coredns_multicluster_reverse_conflicts)", strings.Join(claimNamespaces(refs), ", "), addr)
 	}
