@@ -264,6 +264,18 @@ func TestAlertsWithPrometheus(t *testing.T) {
 	took = prom.expectAlert(t, "CoreDNSMulticlusterImportsWithoutAddresses", false, 30*time.Second)
 	t.Logf("import given an address: resolved after %s", took.Round(time.Millisecond))
 
+	// An import of another namespace claims web's address: a conflict.
+	if _, err := c.mcs.MulticlusterV1beta1().ServiceImports(quiet).Create(ctx, newImport(quiet, "claim", "10.42.9.1"), meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	took = prom.expectAlert(t, "CoreDNSMulticlusterReverseConflicts", true, 30*time.Second)
+	t.Logf("an address claimed by two namespaces: fired after %s", took.Round(time.Millisecond))
+	if err := c.mcs.MulticlusterV1beta1().ServiceImports(quiet).Delete(ctx, "claim", meta.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	took = prom.expectAlert(t, "CoreDNSMulticlusterReverseConflicts", false, 30*time.Second)
+	t.Logf("the claim withdrawn: resolved after %s", took.Round(time.Millisecond))
+
 	// The RBAC rule removed: an established watch goes on, so nothing
 	// changes until the plugin has to list or watch again, which it does
 	// when the API server comes back.
