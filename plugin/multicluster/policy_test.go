@@ -242,20 +242,27 @@ func TestFallbackScopeHandler(t *testing.T) {
 		}
 		m.sources.setImport(spec)
 	}
-	before := testutil.ToFloat64(policyTotal.WithLabelValues("", "scope_refused"))
-	for _, name := range []string{"web.internal.svc.cluster.local.", "down.internal.svc.cluster.local."} {
+	expectPassedOnCounted(t, m, next, "scope_refused", "web.internal.svc.cluster.local.", "down.internal.svc.cluster.local.")
+	checkCase(t, m, aCase("web.internal.svc.clusterset.local.", "10.42.9.1"))
+	checkCase(t, m, aCase("web.shop.svc.cluster.local.", "10.42.9.1"))
+	checkCase(t, m, aCase("down.shop.svc.cluster.local.", "10.42.9.2"))
+}
+
+// expectPassedOnCounted checks that the fallback names go to the next
+// plugin, each counted once under the policy rule.
+func expectPassedOnCounted(t *testing.T, m *Multicluster, next *nextHandler, rule string, names ...string) {
+	t.Helper()
+	before := testutil.ToFloat64(policyTotal.WithLabelValues("", rule))
+	for _, name := range names {
 		calls := next.calls
 		checkCase(t, m, test.Case{Qname: name, Qtype: dns.TypeA, Rcode: dns.RcodeRefused})
 		if next.calls == calls {
 			t.Errorf("%s answered from its import, want it passed on", name)
 		}
 	}
-	if got := testutil.ToFloat64(policyTotal.WithLabelValues("", "scope_refused")) - before; got != 2 {
-		t.Errorf("scope_refused counted %v, want 2", got)
+	if got := testutil.ToFloat64(policyTotal.WithLabelValues("", rule)) - before; got != float64(len(names)) {
+		t.Errorf("%s counted %v, want %d", rule, got, len(names))
 	}
-	checkCase(t, m, aCase("web.internal.svc.clusterset.local.", "10.42.9.1"))
-	checkCase(t, m, aCase("web.shop.svc.cluster.local.", "10.42.9.1"))
-	checkCase(t, m, aCase("down.shop.svc.cluster.local.", "10.42.9.2"))
 }
 
 // BenchmarkScoped measures the toll of a fallback scope of 20 patterns: the
