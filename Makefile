@@ -19,7 +19,7 @@ KUBECTL_MCS := build/kubectl-mcs
 IMAGE_TAG ?= $(if $(filter file,$(origin VERSION)),$(RELEASE_VERSION),$(VERSION))
 IMAGE ?= ghcr.io/coredns-mcs/coredns-mcs:$(IMAGE_TAG)
 
-.PHONY: all build kubectl-mcs gen check-gen test test-unit test-e2e testbin run lint clean image image-name release release-check bench
+.PHONY: all build kubectl-mcs gen check-gen test test-unit test-e2e testbin run lint clean image image-name release release-check release-version sbom vulncheck bench
 
 all: build kubectl-mcs
 
@@ -38,8 +38,10 @@ gen: ## regenerate coredns/zplugin.go and coredns/zdirectives.go from plugin.cfg
 # test/karmadae2e; a separate compile of the Kubernetes libraries at Karmada's
 # own versions), prometheus (the Prometheus server and promtool, for the
 # alerting rules: test/monitoring and test/e2e), helm (the helm command, for
-# test/helmchart).
-TESTBIN_SETS := kube mcs karmada prometheus helm
+# test/helmchart), and for the release (test/release): sbom (cyclonedx-gomod),
+# cosign, registry (distribution's), krew (krew and validate-krew-manifest)
+# and vuln (govulncheck and an offline vulnerability database).
+TESTBIN_SETS := kube mcs karmada prometheus helm sbom cosign registry krew vuln
 
 testbin: ## build (once) the third-party binaries of the tests; prints their directories
 	@bash test/testbin/build.sh $(TESTBIN_SETS)
@@ -71,7 +73,7 @@ test-unit: ## unit tests only (seconds)
 	$(GO) test -race -count=1 ./plugin/... ./internal/...
 	$(NORACE) -short ./coredns/...
 
-run: build kubectl-mcs ## a local API server with example objects, and coredns on 127.0.0.1:1053 (and the kubectl mcs line for it)
+run: build kubectl-mcs ## a local API server with example objects (builds kube-apiserver and etcd only), and coredns on 127.0.0.1:1053 (and the kubectl mcs lines for it)
 	@bash test/run.sh
 
 # Not part of `make test`: it takes about a quarter of an hour and wants a
@@ -106,8 +108,10 @@ image: ## the image $(IMAGE) as an archive, $(IMAGE_ARCHIVE), without docker or 
 	else \
 		binaries=; \
 		for p in $(IMAGE_PLATFORMS); do \
-			GOOS=$${p%%/*} GOARCH=$${p#*/} $(MAKE) --no-print-directory build BINARY=build/$$p/coredns; \
-			binaries="$$binaries -binary $$p=build/$$p/coredns"; \
+			IFS=/ read -r os arch variant <<<"$$p"; \
+			goarm=; [ "$$arch" = arm ] && goarm=$${variant#v}; \
+			GOOS=$$os GOARCH=$$arch GOARM=$$goarm $(MAKE) --no-print-directory build BINARY=build/$$os/$$arch/coredns; \
+			binaries="$$binaries -binary $$p=build/$$os/$$arch/coredns"; \
 		done; \
 	fi; \
 	CGO_ENABLED=0 $(GO) run -trimpath ./internal/ociimage/cmd/mkimage -o '$(IMAGE_ARCHIVE)' -name '$(IMAGE)' $$binaries \
@@ -120,11 +124,90 @@ image: ## the image $(IMAGE) as an archive, $(IMAGE_ARCHIVE), without docker or 
 image-name: ## print the image reference make image writes
 	@echo '$(IMAGE)'
 
-release: ## release/: cross-built archives and checksums for every platform (Makefile.release)
-	$(MAKE) -f Makefile.release release VERSION='$(VERSION)' COMMIT='$(COMMIT)'
+# make release VERSION=vX.Y.Z first makes vX.Y.Z the version everywhere
+# (internal/release: VERSION, the manifests, the chart, the docs, and
+# CHANGELOG.md, whose "Unreleased" notes become the version's; it refuses a
+# version without notes), then writes into RELEASE_DIR everything a release
+# publishes (docs/release.md):
+#   coredns-mcs_V_OS_ARCH.tgz (+ .sha256)  coredns and kubectl-mcs, every platform of Makefile.release
+#   coredns-mcs_V_image.tar      the multi-platform image index (RELEASE_IMAGE_PLATFORMS), an OCI layout
+#   coredns-mcs_V_OS_ARCH_BIN.cdx.json  the CycloneDX SBOM of each binary of each archive
+#   mcs.yaml                     the krew plugin manifest (kubectl mcs)
+#   coredns-mcs-X.Y.Z.tgz        the chart (+ .prov with CHART_SIGN_KEY and CHART_KEYRING)
+#   SHA256SUMS                   the checksums of all of them
+# make release without VERSION builds the version of the file VERSION. Two
+# builds of the same sources give the same archives, image digest and SBOMs
+# (test/release checks); the chart's archive carries helm package's times.
+REL_VERSION = $(if $(filter command line,$(origin VERSION)),$(VERSION),$(RELEASE_VERSION))
+RELEASE_DIR ?= release
+RELEASE_URL ?= $(IMAGE_SOURCE)/releases/download/$(REL_VERSION)
+RELEASE_IMAGE_PLATFORMS ?= linux/amd64 linux/arm64 linux/arm/v7 linux/ppc64le linux/s390x linux/riscv64
+CHART_SIGN_KEY ?=
+CHART_KEYRING ?=
+RELVER := CGO_ENABLED=0 $(GO) run -trimpath ./internal/release/cmd/relver
+
+release: ## [VERSION=vX.Y.Z] set the one version everywhere, then write RELEASE_DIR: archives, image index, SBOMs, krew manifest, chart, SHA256SUMS
+	@set -euo pipefail; \
+	$(if $(filter command line,$(origin VERSION)),$(RELVER) set '$(VERSION)';) \
+	$(RELVER) check; \
+	rm -rf '$(RELEASE_DIR)'; mkdir -p '$(RELEASE_DIR)'; \
+	$(MAKE) --no-print-directory -f Makefile.release release VERSION='$(REL_VERSION)' COMMIT='$(COMMIT)' \
+		RELEASE_DIR='$(RELEASE_DIR)' $(if $(PLATFORMS),PLATFORMS='$(PLATFORMS)'); \
+	$(MAKE) --no-print-directory image VERSION='$(REL_VERSION)' COMMIT='$(COMMIT)' \
+		IMAGE_PLATFORMS='$(RELEASE_IMAGE_PLATFORMS)' IMAGE_ARCHIVE='$(RELEASE_DIR)/coredns-mcs_$(REL_VERSION)_image.tar'; \
+	platforms=$$(cd '$(RELEASE_DIR)' && ls coredns-mcs_$(REL_VERSION)_*.tgz | sed -E 's/^coredns-mcs_$(REL_VERSION)_([a-z0-9]+)_([a-z0-9]+)\.tgz$$/\1\/\2/'); \
+	$(MAKE) --no-print-directory sbom VERSION='$(REL_VERSION)' SBOM_DIR='$(RELEASE_DIR)' SBOM_PLATFORMS="$$(echo $$platforms)"; \
+	$(RELVER) krew -dir '$(RELEASE_DIR)' -version '$(REL_VERSION)' -url '$(RELEASE_URL)' > '$(RELEASE_DIR)/mcs.yaml'; \
+	helm=$$(bash test/testbin/build.sh helm)/helm; \
+	"$$helm" package charts/coredns-mcs -d '$(RELEASE_DIR)' \
+		$(if $(CHART_SIGN_KEY),--sign --key '$(CHART_SIGN_KEY)' --keyring '$(CHART_KEYRING)') >&2; \
+	$(RELVER) sums -dir '$(RELEASE_DIR)' > '$(RELEASE_DIR)/SHA256SUMS'; \
+	echo "$(REL_VERSION): $(RELEASE_DIR)/SHA256SUMS" >&2; cat '$(RELEASE_DIR)/SHA256SUMS' >&2
+
+release-version: ## fail if a file disagrees with the release version of VERSION (make release VERSION=... rewrites them)
+	@$(RELVER) check
 
 release-check: ## verify the archives in release/
 	$(MAKE) -f Makefile.release release-check
+
+# The CycloneDX SBOM of each binary (cyclonedx-gomod bin: the modules, their
+# versions and hashes as the binary itself records them, the standard
+# library, the build settings and the binary's own hashes), for each platform
+# of SBOM_PLATFORMS whose binaries Makefile.release or make image built under
+# build/OS/ARCH/, or of build/coredns and build/kubectl-mcs without it. No
+# serial number or timestamp, so that the same binary gives the same SBOM.
+SBOM_DIR ?= build
+SBOM_PLATFORMS ?=
+
+sbom: ## CycloneDX SBOMs of the binaries, $(SBOM_DIR)/coredns-mcs_VERSION_OS_ARCH_BINARY.cdx.json
+	@set -euo pipefail; \
+	bin=$$(bash test/testbin/build.sh sbom)/cyclonedx-gomod; \
+	mkdir -p '$(SBOM_DIR)'; \
+	if [ -z '$(SBOM_PLATFORMS)' ]; then \
+		$(MAKE) --no-print-directory build kubectl-mcs; \
+		set -- "$$($(GO) env GOOS)/$$($(GO) env GOARCH):$(BINARY):$(KUBECTL_MCS)"; \
+	else \
+		set --; for p in $(SBOM_PLATFORMS); do IFS=/ read -r os arch variant <<<"$$p"; \
+			set -- "$$@" "$$os/$$arch:build/$$os/$$arch/coredns:build/$$os/$$arch/kubectl-mcs"; done; \
+	fi; \
+	for entry in "$$@"; do \
+		IFS=: read -r p coredns kubectl <<<"$$entry"; \
+		for b in "$$coredns" "$$kubectl"; do \
+			[ -x "$$b" ] || { echo "sbom: no $$b: build it first (make release builds every platform)" >&2; exit 1; }; \
+			out='$(SBOM_DIR)'/coredns-mcs_$(REL_VERSION)_$${p%/*}_$${p#*/}_$${b##*/}.cdx.json; \
+			"$$bin" bin -json -std -noserial -notimestamp -version '$(REL_VERSION)' -output "$$out" "$$b"; \
+			echo "sbom: $$out" >&2; \
+		done; \
+	done
+
+# govulncheck against the offline vulnerability database of the vuln set
+# (golang.org/x/vulndb's reports at the revision test/testbin/vuln/go.mod
+# pins): the calls of this module's packages into vulnerable code of its
+# dependencies and of the standard library. It fails on a finding.
+vulncheck: ## govulncheck ./... with the offline vulnerability database (test/testbin/vuln)
+	@set -euo pipefail; dir=$$(bash test/testbin/build.sh vuln); \
+	echo "vulncheck: database $$(cat $$dir/vulndb/SOURCE)" >&2; \
+	$$dir/govulncheck -db "file://$$dir/vulndb" ./...
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
