@@ -46,7 +46,7 @@ var (
 	comment    = regexp.MustCompile(`^\s*#`)
 	chartVer   = regexp.MustCompile(`(?m)^(version:\s*)(\S+)(\s*)$`)
 	chartApp   = regexp.MustCompile(`(?m)^(appVersion:\s*)(\S+)(\s*)$`)
-	docVersion = regexp.MustCompile(`((?:coredns-mcs:|coredns-mcs_|version )v)(\d+\.\d+\.\d+)\b`)
+	docVersion = regexp.MustCompile(`((?:coredns-mcs:|coredns-mcs_|version )v)(\d+\.\d+\.\d+)([^\d]|$)`)
 )
 
 // ReadVersion returns the release version in root/VERSION.
@@ -160,7 +160,7 @@ func Set(root, version string, date time.Time) ([]string, error) {
 	docs = append(docs, "README.md", "charts/coredns-mcs/templates/NOTES.txt")
 	for _, rel := range docs {
 		err := edit(filepath.ToSlash(rel), func(b []byte) ([]byte, error) {
-			return docVersion.ReplaceAll(b, []byte("${1}"+bare)), nil
+			return docVersion.ReplaceAll(b, []byte("${1}"+bare+"${3}")), nil
 		})
 		if err != nil {
 			return changed, err
