@@ -418,4 +418,3 @@ func attestedSBOM(t *testing.T, out string) cycloneDX {
 	t.Fatalf("cosign verify-attestation printed no attestation:\n%s", out)
 	return cycloneDX{}
 }
-
