@@ -23,11 +23,14 @@ IMAGE ?= ghcr.io/coredns-mcs/coredns-mcs:$(IMAGE_TAG)
 
 all: build kubectl-mcs
 
+# -buildvcs=false: the binary records no state of a git checkout (its commit,
+# time, uncommitted changes) beyond COMMIT, so that a build from the sources
+# of a tag, checkout or not, is the same binary (docs/release.md).
 build: ## build/coredns: static, version stamped
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BINARY) ./coredns
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)' -o $(BINARY) ./coredns
 
 kubectl-mcs: ## build/kubectl-mcs: the kubectl plugin (kubectl mcs explain|check), static, version stamped
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(KUBECTL_MCS) ./cmd/kubectl-mcs
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)' -o $(KUBECTL_MCS) ./cmd/kubectl-mcs
 
 gen: ## regenerate coredns/zplugin.go and coredns/zdirectives.go from plugin.cfg
 	$(GO) generate ./coredns
@@ -162,7 +165,10 @@ release: ## [VERSION=vX.Y.Z] set the one version everywhere, then write RELEASE_
 	"$$helm" package charts/coredns-mcs -d '$(RELEASE_DIR)' \
 		$(if $(CHART_SIGN_KEY),--sign --key '$(CHART_SIGN_KEY)' --keyring '$(CHART_KEYRING)') >&2; \
 	$(RELVER) sums -dir '$(RELEASE_DIR)' > '$(RELEASE_DIR)/SHA256SUMS'; \
-	echo "$(REL_VERSION): $(RELEASE_DIR)/SHA256SUMS" >&2; cat '$(RELEASE_DIR)/SHA256SUMS' >&2
+	echo "$(REL_VERSION): $(RELEASE_DIR)/SHA256SUMS" >&2; cat '$(RELEASE_DIR)/SHA256SUMS' >&2; \
+	if [ -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then \
+		echo "release: built from a tree with uncommitted changes (COMMIT $(COMMIT) is not its commit): commit and tag $(REL_VERSION), then build what you publish from the tag with make release (docs/release.md)" >&2; \
+	fi
 
 release-version: ## fail if a file disagrees with the release version of VERSION (make release VERSION=... rewrites them)
 	@$(RELVER) check
@@ -176,6 +182,8 @@ release-check: ## verify the archives in release/
 # of SBOM_PLATFORMS whose binaries Makefile.release or make image built under
 # build/OS/ARCH/, or of build/coredns and build/kubectl-mcs without it. No
 # serial number or timestamp, so that the same binary gives the same SBOM.
+# GOOS and GOARCH are the binary's: cyclonedx-gomod takes the platform of
+# its package URLs from them, not from the binary.
 SBOM_DIR ?= build
 SBOM_PLATFORMS ?=
 
@@ -195,7 +203,7 @@ sbom: ## CycloneDX SBOMs of the binaries, $(SBOM_DIR)/coredns-mcs_VERSION_OS_ARC
 		for b in "$$coredns" "$$kubectl"; do \
 			[ -x "$$b" ] || { echo "sbom: no $$b: build it first (make release builds every platform)" >&2; exit 1; }; \
 			out='$(SBOM_DIR)'/coredns-mcs_$(REL_VERSION)_$${p%/*}_$${p#*/}_$${b##*/}.cdx.json; \
-			"$$bin" bin -json -std -noserial -notimestamp -version '$(REL_VERSION)' -output "$$out" "$$b"; \
+			GOOS=$${p%/*} GOARCH=$${p#*/} "$$bin" bin -json -std -noserial -notimestamp -version '$(REL_VERSION)' -output "$$out" "$$b"; \
 			echo "sbom: $$out" >&2; \
 		done; \
 	done
