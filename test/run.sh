@@ -6,6 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 port=${PORT:-1053}
+# The health, readiness and metrics ports (test/release runs make run on free ones).
+health_port=${HEALTH_PORT:-8080}
+ready_port=${READY_PORT:-8181}
+metrics_port=${METRICS_PORT:-9153}
 dir=$(mktemp -d -t coredns-mcs-run.XXXXXX)
 pids=()
 cleanup() {
@@ -41,8 +45,8 @@ cat > "$dir/Corefile" <<COREFILE
 .:$port {
     errors
     log
-    health 127.0.0.1:8080
-    ready 127.0.0.1:8181
+    health 127.0.0.1:$health_port
+    ready 127.0.0.1:$ready_port
     multicluster clusterset.local in-addr.arpa ip6.arpa {
         kubeconfig $dir/kubeconfig
         fallback cluster.local
@@ -52,14 +56,14 @@ cat > "$dir/Corefile" <<COREFILE
         pods insecure
         fallthrough in-addr.arpa ip6.arpa
     }
-    prometheus 127.0.0.1:9153
+    prometheus 127.0.0.1:$metrics_port
 }
 COREFILE
 
 build/coredns -conf "$dir/Corefile" &
 pids+=($!)
 ready() { # GET /ready of the ready plugin, without needing curl; a subshell, as a failed exec would end the script
-  ( exec 3<>/dev/tcp/127.0.0.1/8181 && printf 'GET /ready HTTP/1.0\r\n\r\n' >&3 && head -1 <&3 | grep -q ' 200 ' ) 2>/dev/null
+  ( exec 3<>/dev/tcp/127.0.0.1/$ready_port && printf 'GET /ready HTTP/1.0\r\n\r\n' >&3 && head -1 <&3 | grep -q ' 200 ' ) 2>/dev/null
 }
 for _ in $(seq 1 100); do
   ready && break
@@ -94,6 +98,6 @@ Why a name answers what it does, with this server's Corefile and API server:
   $mcs explain checkout.demo.svc.cluster.local --kubeconfig $dir/kubeconfig --corefile $dir/Corefile
   $mcs explain _grpc._tcp.payments.demo.svc.clusterset.local SRV --kubeconfig $dir/kubeconfig --corefile $dir/Corefile
 
-Metrics: http://127.0.0.1:9153/metrics   Ctrl-C stops everything.
+Metrics: http://127.0.0.1:$metrics_port/metrics   Ctrl-C stops everything.
 MSG
 wait "${pids[1]}"
