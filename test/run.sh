@@ -63,7 +63,9 @@ COREFILE
 build/coredns -conf "$dir/Corefile" &
 pids+=($!)
 ready() { # GET /ready of the ready plugin, without needing curl; a subshell, as a failed exec would end the script
-  ( exec 3<>/dev/tcp/127.0.0.1/$ready_port && printf 'GET /ready HTTP/1.0\r\n\r\n' >&3 && head -1 <&3 | grep -q ' 200 ' ) 2>/dev/null
+  ( exec 3<>/dev/tcp/127.0.0.1/$ready_port && printf 'GET /ready HTTP/1.0\r\n\r\n' >&3 && head -1 <&3 | grep -q ' 200 ' ) 2>/dev/null &&
+  # and the DNS port itself takes connections (the ready plugin may answer first)
+  ( exec 3<>/dev/tcp/127.0.0.1/$port ) 2>/dev/null
 }
 for _ in $(seq 1 100); do
   ready && break

@@ -86,7 +86,7 @@ func TestMakeRun(t *testing.T) {
 		t.Logf("make run built kube-apiserver and etcd:\n%s", out.String())
 	}
 
-	dig := regexp.MustCompile(`^\s+(dig @127\.0\.0\.1 -p \d+ \S+(?: [A-Z]+)?)\s`)
+	dig := regexp.MustCompile(`^\s+(dig @127\.0\.0\.1 -p \d+ \S+(?: [A-Z]+)?)(?:\s|$)`)
 	explain := regexp.MustCompile(`^\s+(.*(?:kubectl mcs|build/kubectl-mcs) explain checkout\.demo\.svc\.cluster\.local .*)$`)
 	nDig, nExplain := 0, 0
 	for _, l := range printed {
