@@ -41,13 +41,15 @@ gen: ## regenerate coredns/zplugin.go and coredns/zdirectives.go from plugin.cfg
 # test/karmadae2e; a separate compile of the Kubernetes libraries at Karmada's
 # own versions), prometheus (the Prometheus server and promtool, for the
 # alerting rules: test/monitoring and test/e2e), helm (the helm command, for
-# test/helmchart), and for the release (test/release): sbom (cyclonedx-gomod),
+# test/helmchart). RELEASE_TESTBIN_SETS are the tools of the release and its
+# tests (test/release, make sbom, make vulncheck): sbom (cyclonedx-gomod),
 # cosign, registry (distribution's), krew (krew and validate-krew-manifest)
 # and vuln (govulncheck and an offline vulnerability database).
-TESTBIN_SETS := kube mcs karmada prometheus helm sbom cosign registry krew vuln
+TESTBIN_SETS := kube mcs karmada prometheus helm
+RELEASE_TESTBIN_SETS := sbom cosign registry krew vuln
 
 testbin: ## build (once) the third-party binaries of the tests; prints their directories
-	@bash test/testbin/build.sh $(TESTBIN_SETS)
+	@bash test/testbin/build.sh $(TESTBIN_SETS) $(RELEASE_TESTBIN_SETS)
 
 # The race detector covers the plugin, where the concurrency is; coredns/ only
 # checks generated files, and instrumenting every upstream plugin it links
@@ -58,19 +60,27 @@ testbin: ## build (once) the third-party binaries of the tests; prints their dir
 # builds, and the tests without the race detector use the flags of `make
 # build` (CGO_ENABLED=0, -trimpath), so that they reuse its compiled packages
 # instead of compiling CoreDNS and client-go a second time.
+#
+# The release tools build after them, still in the background, while the
+# integration tests run (most of those wait on servers, not on the CPU):
+# test/release, which comes late, finds them built, or waits for the build
+# under way (build.sh's lock), or builds what is missing itself.
 NORACE := CGO_ENABLED=0 $(GO) test -trimpath -count=1
 
 test: ## unit tests (race detector on the plugin), then integration and end-to-end tests against a real API server
 	@set -euo pipefail; mkdir -p build; \
 	setsid bash test/testbin/build.sh --env $(TESTBIN_SETS) >build/testbin.env 2>build/testbin.log & testbin=$$!; \
-	trap 'kill -- -$$testbin 2>/dev/null || true' EXIT; \
+	setsid bash -c 'while kill -0 '$$testbin' 2>/dev/null; do sleep 2; done; exec bash test/testbin/build.sh $(RELEASE_TESTBIN_SETS)' \
+		>/dev/null 2>build/testbin-release.log & later=$$!; \
+	trap 'kill -- -$$testbin 2>/dev/null; kill -- -$$later 2>/dev/null; true' EXIT; \
 	$(MAKE) --no-print-directory build; \
 	$(GO) test -race -count=1 ./plugin/... ./internal/...; \
 	$(NORACE) ./coredns/...; \
 	wait $$testbin || { cat build/testbin.log >&2; echo "building the test binaries ($(TESTBIN_SETS)) failed" >&2; exit 1; }; \
-	trap - EXIT; \
 	set -a; . build/testbin.env; set +a; \
-	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 30m ./test/...
+	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 30m ./test/...; \
+	wait $$later || { cat build/testbin-release.log >&2; echo "building the release tools ($(RELEASE_TESTBIN_SETS)) failed" >&2; exit 1; }; \
+	trap - EXIT
 
 test-unit: ## unit tests only (seconds)
 	$(GO) test -race -count=1 ./plugin/... ./internal/...
