@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -17,9 +18,21 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
 
-// shipped are the packages whose code a release ships: the coredns binary,
-// kubectl-mcs and what they import.
-var shipped = []string{"./coredns/...", "./cmd/...", "./internal/...", "./plugin/..."}
+// shipped returns the packages whose code a release ships (the coredns
+// binary, kubectl-mcs and what they import): the Makefile's
+// VULNCHECK_PACKAGES, which make vulncheck checks.
+func shipped(t *testing.T) []string {
+	t.Helper()
+	makefile, err := os.ReadFile(filepath.Join(repoRoot(t), "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^VULNCHECK_PACKAGES := (.+)$`).FindSubmatch(makefile)
+	if m == nil {
+		t.Fatal("the Makefile sets no VULNCHECK_PACKAGES")
+	}
+	return strings.Fields(string(m[1]))
+}
 
 // TestVulncheck runs govulncheck on what a release ships, against the
 // offline copy of the Go vulnerability database (the vuln testbin set: the
@@ -50,9 +63,10 @@ func TestVulncheck(t *testing.T) {
 		t.Fatalf("the offline database %s holds %d reports", db, len(ids))
 	}
 
+	pkgs := shipped(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(dir, "govulncheck"), append([]string{"-db", "file://" + db, "-format", "json"}, shipped...)...)
+	cmd := exec.CommandContext(ctx, filepath.Join(dir, "govulncheck"), append([]string{"-db", "file://" + db, "-format", "json"}, pkgs...)...)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = cleanEnv("GOPROXY=off", "GOFLAGS=-mod=readonly", "GOTOOLCHAIN=local")
 	var stderr bytes.Buffer
@@ -62,7 +76,7 @@ func TestVulncheck(t *testing.T) {
 	if err != nil {
 		t.Fatalf("govulncheck: %v\n%s", err, stderr.String())
 	}
-	t.Logf("govulncheck %s with %s (%d reports), offline: %s", strings.Join(shipped, " "), strings.TrimSpace(string(source)), len(ids), time.Since(start).Round(time.Second))
+	t.Logf("govulncheck %s with %s (%d reports), offline: %s", strings.Join(pkgs, " "), strings.TrimSpace(string(source)), len(ids), time.Since(start).Round(time.Second))
 
 	type frame struct {
 		Module   string `json:"module"`
