@@ -23,8 +23,10 @@ trap cleanup INT TERM EXIT
 # Only the two binaries of the kube set that a local API server needs; the
 # rest of the set (kubelet, kubectl, ...) is for the node tests.
 if ! assets=$(bash test/testbin/build.sh --cached kube:kube-apiserver,etcd 2>/dev/null); then
-  echo "Building kube-apiserver and etcd from source, once: about 8 minutes on 2 idle cores, up to 13" >&2
-  echo "on a busy machine, less with more cores (then cached in ${XDG_CACHE_HOME:-$HOME/.cache}/coredns-mcs/testbin)..." >&2
+  # Measured with an empty Go build cache on a 2-core machine that also ran
+  # other builds: 10m22s and 12m50s.
+  echo "Building kube-apiserver and etcd from source, once: about 10 minutes on 2 cores, less with" >&2
+  echo "more (then cached in ${XDG_CACHE_HOME:-$HOME/.cache}/coredns-mcs/testbin)..." >&2
   start=$SECONDS
   assets=$(bash test/testbin/build.sh kube:kube-apiserver,etcd)
   echo "Built kube-apiserver and etcd in $(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s." >&2
