@@ -19,15 +19,18 @@ KUBECTL_MCS := build/kubectl-mcs
 IMAGE_TAG ?= $(if $(filter file,$(origin VERSION)),$(RELEASE_VERSION),$(VERSION))
 IMAGE ?= ghcr.io/coredns-mcs/coredns-mcs:$(IMAGE_TAG)
 
-.PHONY: all build kubectl-mcs gen check-gen test test-unit test-e2e testbin run lint clean image image-name release release-check bench
+.PHONY: all build kubectl-mcs gen check-gen test test-unit test-e2e testbin run lint clean image image-name release release-check release-version sbom vulncheck bench
 
 all: build kubectl-mcs
 
+# -buildvcs=false: the binary records no state of a git checkout (its commit,
+# time, uncommitted changes) beyond COMMIT, so that a build from the sources
+# of a tag, checkout or not, is the same binary (docs/release.md).
 build: ## build/coredns: static, version stamped
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BINARY) ./coredns
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)' -o $(BINARY) ./coredns
 
 kubectl-mcs: ## build/kubectl-mcs: the kubectl plugin (kubectl mcs explain|check), static, version stamped
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(KUBECTL_MCS) ./cmd/kubectl-mcs
+	CGO_ENABLED=0 $(GO) build -trimpath -buildvcs=false -ldflags '$(LDFLAGS)' -o $(KUBECTL_MCS) ./cmd/kubectl-mcs
 
 gen: ## regenerate coredns/zplugin.go and coredns/zdirectives.go from plugin.cfg
 	$(GO) generate ./coredns
@@ -38,11 +41,15 @@ gen: ## regenerate coredns/zplugin.go and coredns/zdirectives.go from plugin.cfg
 # test/karmadae2e; a separate compile of the Kubernetes libraries at Karmada's
 # own versions), prometheus (the Prometheus server and promtool, for the
 # alerting rules: test/monitoring and test/e2e), helm (the helm command, for
-# test/helmchart).
+# test/helmchart). RELEASE_TESTBIN_SETS are the tools of the release and its
+# tests (test/release, make sbom, make vulncheck): sbom (cyclonedx-gomod),
+# cosign, registry (distribution's), krew (krew and validate-krew-manifest)
+# and vuln (govulncheck and an offline vulnerability database).
 TESTBIN_SETS := kube mcs karmada prometheus helm
+RELEASE_TESTBIN_SETS := sbom cosign registry krew vuln
 
 testbin: ## build (once) the third-party binaries of the tests; prints their directories
-	@bash test/testbin/build.sh $(TESTBIN_SETS)
+	@bash test/testbin/build.sh $(TESTBIN_SETS) $(RELEASE_TESTBIN_SETS)
 
 # The race detector covers the plugin, where the concurrency is; coredns/ only
 # checks generated files, and instrumenting every upstream plugin it links
@@ -53,25 +60,33 @@ testbin: ## build (once) the third-party binaries of the tests; prints their dir
 # builds, and the tests without the race detector use the flags of `make
 # build` (CGO_ENABLED=0, -trimpath), so that they reuse its compiled packages
 # instead of compiling CoreDNS and client-go a second time.
+#
+# The release tools build after them, still in the background, while the
+# integration tests run (most of those wait on servers, not on the CPU):
+# test/release, which comes late, finds them built, or waits for the build
+# under way (build.sh's lock), or builds what is missing itself.
 NORACE := CGO_ENABLED=0 $(GO) test -trimpath -count=1
 
 test: ## unit tests (race detector on the plugin), then integration and end-to-end tests against a real API server
 	@set -euo pipefail; mkdir -p build; \
 	setsid bash test/testbin/build.sh --env $(TESTBIN_SETS) >build/testbin.env 2>build/testbin.log & testbin=$$!; \
-	trap 'kill -- -$$testbin 2>/dev/null || true' EXIT; \
+	setsid bash -c 'while kill -0 '$$testbin' 2>/dev/null; do sleep 2; done; exec bash test/testbin/build.sh $(RELEASE_TESTBIN_SETS)' \
+		>/dev/null 2>build/testbin-release.log & later=$$!; \
+	trap 'kill -- -$$testbin 2>/dev/null; kill -- -$$later 2>/dev/null; true' EXIT; \
 	$(MAKE) --no-print-directory build; \
 	$(GO) test -race -count=1 ./plugin/... ./internal/...; \
 	$(NORACE) ./coredns/...; \
 	wait $$testbin || { cat build/testbin.log >&2; echo "building the test binaries ($(TESTBIN_SETS)) failed" >&2; exit 1; }; \
-	trap - EXIT; \
 	set -a; . build/testbin.env; set +a; \
-	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 15m ./test/...
+	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 30m ./test/...; \
+	wait $$later || { cat build/testbin-release.log >&2; echo "building the release tools ($(RELEASE_TESTBIN_SETS)) failed" >&2; exit 1; }; \
+	trap - EXIT
 
 test-unit: ## unit tests only (seconds)
 	$(GO) test -race -count=1 ./plugin/... ./internal/...
 	$(NORACE) -short ./coredns/...
 
-run: build kubectl-mcs ## a local API server with example objects, and coredns on 127.0.0.1:1053 (and the kubectl mcs line for it)
+run: build kubectl-mcs ## a local API server with example objects (builds kube-apiserver and etcd only), and coredns on 127.0.0.1:1053 (and the kubectl mcs lines for it)
 	@bash test/run.sh
 
 # Not part of `make test`: it takes about a quarter of an hour and wants a
@@ -106,8 +121,10 @@ image: ## the image $(IMAGE) as an archive, $(IMAGE_ARCHIVE), without docker or 
 	else \
 		binaries=; \
 		for p in $(IMAGE_PLATFORMS); do \
-			GOOS=$${p%%/*} GOARCH=$${p#*/} $(MAKE) --no-print-directory build BINARY=build/$$p/coredns; \
-			binaries="$$binaries -binary $$p=build/$$p/coredns"; \
+			IFS=/ read -r os arch variant <<<"$$p"; \
+			goarm=; [ "$$arch" = arm ] && goarm=$${variant#v}; \
+			GOOS=$$os GOARCH=$$arch GOARM=$$goarm $(MAKE) --no-print-directory build BINARY=build/$$os/$$arch/coredns; \
+			binaries="$$binaries -binary $$p=build/$$os/$$arch/coredns"; \
 		done; \
 	fi; \
 	CGO_ENABLED=0 $(GO) run -trimpath ./internal/ociimage/cmd/mkimage -o '$(IMAGE_ARCHIVE)' -name '$(IMAGE)' $$binaries \
@@ -120,11 +137,98 @@ image: ## the image $(IMAGE) as an archive, $(IMAGE_ARCHIVE), without docker or 
 image-name: ## print the image reference make image writes
 	@echo '$(IMAGE)'
 
-release: ## release/: cross-built archives and checksums for every platform (Makefile.release)
-	$(MAKE) -f Makefile.release release VERSION='$(VERSION)' COMMIT='$(COMMIT)'
+# make release VERSION=vX.Y.Z first makes vX.Y.Z the version everywhere
+# (internal/release: VERSION, the manifests, the chart, the docs, and
+# CHANGELOG.md, whose "Unreleased" notes become the version's; it refuses a
+# version without notes), then writes into RELEASE_DIR everything a release
+# publishes (docs/release.md):
+#   coredns-mcs_V_OS_ARCH.tgz (+ .sha256)  coredns and kubectl-mcs, every platform of Makefile.release
+#   coredns-mcs_V_image.tar      the multi-platform image index (RELEASE_IMAGE_PLATFORMS), an OCI layout
+#   coredns-mcs_V_OS_ARCH_BIN.cdx.json  the CycloneDX SBOM of each binary of each archive
+#   mcs.yaml                     the krew plugin manifest (kubectl mcs)
+#   coredns-mcs-X.Y.Z.tgz        the chart (+ .prov with CHART_SIGN_KEY and CHART_KEYRING)
+#   SHA256SUMS                   the checksums of all of them
+# make release without VERSION builds the version of the file VERSION. Two
+# builds of the same sources give the same archives, image digest and SBOMs
+# (test/release checks); the chart's archive carries helm package's times.
+REL_VERSION = $(if $(filter command line,$(origin VERSION)),$(VERSION),$(RELEASE_VERSION))
+RELEASE_DIR ?= release
+RELEASE_URL ?= $(IMAGE_SOURCE)/releases/download/$(REL_VERSION)
+RELEASE_IMAGE_PLATFORMS ?= linux/amd64 linux/arm64 linux/arm/v7 linux/ppc64le linux/s390x linux/riscv64
+CHART_SIGN_KEY ?=
+CHART_KEYRING ?=
+RELVER := CGO_ENABLED=0 $(GO) run -trimpath ./internal/release/cmd/relver
+
+release: ## [VERSION=vX.Y.Z] set the one version everywhere, then write RELEASE_DIR: archives, image index, SBOMs, krew manifest, chart, SHA256SUMS
+	@set -euo pipefail; \
+	$(if $(filter command line,$(origin VERSION)),$(RELVER) set '$(VERSION)';) \
+	$(RELVER) check; \
+	rm -rf '$(RELEASE_DIR)'; mkdir -p '$(RELEASE_DIR)'; \
+	$(MAKE) --no-print-directory -f Makefile.release release VERSION='$(REL_VERSION)' COMMIT='$(COMMIT)' \
+		RELEASE_DIR='$(RELEASE_DIR)' $(if $(PLATFORMS),PLATFORMS='$(PLATFORMS)'); \
+	$(MAKE) --no-print-directory image VERSION='$(REL_VERSION)' COMMIT='$(COMMIT)' \
+		IMAGE_PLATFORMS='$(RELEASE_IMAGE_PLATFORMS)' IMAGE_ARCHIVE='$(RELEASE_DIR)/coredns-mcs_$(REL_VERSION)_image.tar'; \
+	platforms=$$(cd '$(RELEASE_DIR)' && ls coredns-mcs_$(REL_VERSION)_*.tgz | sed -E 's/^coredns-mcs_$(REL_VERSION)_([a-z0-9]+)_([a-z0-9]+)\.tgz$$/\1\/\2/'); \
+	$(MAKE) --no-print-directory sbom VERSION='$(REL_VERSION)' SBOM_DIR='$(RELEASE_DIR)' SBOM_PLATFORMS="$$(echo $$platforms)"; \
+	$(RELVER) krew -dir '$(RELEASE_DIR)' -version '$(REL_VERSION)' -url '$(RELEASE_URL)' > '$(RELEASE_DIR)/mcs.yaml'; \
+	helm=$$(bash test/testbin/build.sh helm)/helm; \
+	"$$helm" package charts/coredns-mcs -d '$(RELEASE_DIR)' \
+		$(if $(CHART_SIGN_KEY),--sign --key '$(CHART_SIGN_KEY)' --keyring '$(CHART_KEYRING)') >&2; \
+	$(RELVER) sums -dir '$(RELEASE_DIR)' > '$(RELEASE_DIR)/SHA256SUMS'; \
+	echo "$(REL_VERSION): $(RELEASE_DIR)/SHA256SUMS" >&2; cat '$(RELEASE_DIR)/SHA256SUMS' >&2; \
+	if [ -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then \
+		echo "release: built from a tree with uncommitted changes (COMMIT $(COMMIT) is not its commit): commit and tag $(REL_VERSION), then build what you publish from the tag with make release (docs/release.md)" >&2; \
+	fi
+
+release-version: ## fail if a file disagrees with the release version of VERSION (make release VERSION=... rewrites them)
+	@$(RELVER) check
 
 release-check: ## verify the archives in release/
 	$(MAKE) -f Makefile.release release-check
+
+# The CycloneDX SBOM of each binary (cyclonedx-gomod bin: the modules, their
+# versions and hashes as the binary itself records them, the standard
+# library, the build settings and the binary's own hashes), for each platform
+# of SBOM_PLATFORMS whose binaries Makefile.release or make image built under
+# build/OS/ARCH/, or of build/coredns and build/kubectl-mcs without it. No
+# serial number or timestamp, so that the same binary gives the same SBOM.
+# GOOS and GOARCH are the binary's: cyclonedx-gomod takes the platform of
+# its package URLs from them, not from the binary.
+SBOM_DIR ?= build
+SBOM_PLATFORMS ?=
+
+sbom: ## CycloneDX SBOMs of the binaries, $(SBOM_DIR)/coredns-mcs_VERSION_OS_ARCH_BINARY.cdx.json
+	@set -euo pipefail; \
+	bin=$$(bash test/testbin/build.sh sbom)/cyclonedx-gomod; \
+	mkdir -p '$(SBOM_DIR)'; \
+	if [ -z '$(SBOM_PLATFORMS)' ]; then \
+		$(MAKE) --no-print-directory build kubectl-mcs; \
+		set -- "$$($(GO) env GOOS)/$$($(GO) env GOARCH):$(BINARY):$(KUBECTL_MCS)"; \
+	else \
+		set --; for p in $(SBOM_PLATFORMS); do IFS=/ read -r os arch variant <<<"$$p"; \
+			set -- "$$@" "$$os/$$arch:build/$$os/$$arch/coredns:build/$$os/$$arch/kubectl-mcs"; done; \
+	fi; \
+	for entry in "$$@"; do \
+		IFS=: read -r p coredns kubectl <<<"$$entry"; \
+		for b in "$$coredns" "$$kubectl"; do \
+			[ -x "$$b" ] || { echo "sbom: no $$b: build it first (make release builds every platform)" >&2; exit 1; }; \
+			out='$(SBOM_DIR)'/coredns-mcs_$(REL_VERSION)_$${p%/*}_$${p#*/}_$${b##*/}.cdx.json; \
+			GOOS=$${p%/*} GOARCH=$${p#*/} "$$bin" bin -json -std -noserial -notimestamp -version '$(REL_VERSION)' -output "$$out" "$$b"; \
+			echo "sbom: $$out" >&2; \
+		done; \
+	done
+
+# govulncheck against the offline vulnerability database of the vuln set
+# (golang.org/x/vulndb's reports at the revision test/testbin/vuln/go.mod
+# pins): the calls of the packages a release ships (coredns, kubectl-mcs)
+# into vulnerable code of their dependencies and of the standard library. It
+# fails on a finding; a release must pass it (docs/release.md).
+VULNCHECK_PACKAGES := ./coredns/... ./cmd/... ./internal/... ./plugin/...
+
+vulncheck: ## govulncheck of what a release ships, with the offline vulnerability database (test/testbin/vuln)
+	@set -euo pipefail; dir=$$(bash test/testbin/build.sh vuln); \
+	echo "vulncheck: database $$(cat $$dir/vulndb/SOURCE)" >&2; \
+	GOPROXY=off $$dir/govulncheck -db "file://$$dir/vulndb" $(VULNCHECK_PACKAGES)
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

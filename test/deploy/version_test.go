@@ -31,9 +31,13 @@ func releaseVersion() string {
 
 // TestOneVersion: the release version of the file VERSION is the tag of
 // every image the manifests pull, every kustomization's newTag, the chart's
-// appVersion (its default image tag), the tag make image gives by default,
-// and every version the docs print, so that the image a newcomer builds with
-// make image is the one the manifests pull.
+// appVersion (its default image tag) and version, the image of its
+// ArtifactHub annotations, the newest section of CHANGELOG.md (whose items
+// are the chart's artifacthub.io/changes), the tag make image gives by
+// default, and every version the docs print, so that the image a newcomer
+// builds with make image is the one the manifests pull. make release
+// VERSION=vX.Y.Z writes them all (internal/release); test/release checks that
+// this test passes after it, and fails when one place disagrees.
 func TestOneVersion(t *testing.T) {
 	version := releaseVersion()
 	if !regexp.MustCompile(`^v\d+\.\d+\.\d+$`).MatchString(version) {
@@ -84,15 +88,64 @@ func TestOneVersion(t *testing.T) {
 		}
 	}
 
-	// The chart: appVersion, which image.tag defaults to.
+	// The chart: appVersion, which image.tag defaults to, its own version
+	// (the same without the v), and the ArtifactHub annotations' image.
 	var chart struct {
-		AppVersion string `json:"appVersion"`
+		Version     string            `json:"version"`
+		AppVersion  string            `json:"appVersion"`
+		Annotations map[string]string `json:"annotations"`
 	}
-	if err := yaml.Unmarshal(readRepoFile(t, "charts/coredns-mcs/Chart.yaml"), &chart); err != nil {
+	chartYAML := readRepoFile(t, "charts/coredns-mcs/Chart.yaml")
+	if err := yaml.Unmarshal(chartYAML, &chart); err != nil {
 		t.Fatal(err)
 	}
 	if chart.AppVersion != version {
 		t.Errorf("charts/coredns-mcs/Chart.yaml appVersion %q, want %s (VERSION)", chart.AppVersion, version)
+	}
+	if chart.Version != strings.TrimPrefix(version, "v") {
+		t.Errorf("charts/coredns-mcs/Chart.yaml version %q, want %s (VERSION without the v)", chart.Version, strings.TrimPrefix(version, "v"))
+	}
+	var hubImages []struct {
+		Image string `json:"image"`
+	}
+	if err := yaml.Unmarshal([]byte(chart.Annotations["artifacthub.io/images"]), &hubImages); err != nil || len(hubImages) == 0 {
+		t.Errorf("charts/coredns-mcs/Chart.yaml: annotation artifacthub.io/images lists no image (%v)", err)
+	}
+	for _, img := range hubImages {
+		if img.Image != image {
+			t.Errorf("charts/coredns-mcs/Chart.yaml: annotation artifacthub.io/images names %s, want %s", img.Image, image)
+		}
+	}
+
+	// The changelog: its newest section is the version's, and the chart's
+	// artifacthub.io/changes are that section's items.
+	changelog := string(readRepoFile(t, "CHANGELOG.md"))
+	heading := regexp.MustCompile(`(?m)^## (v\d+\.\d+\.\d+)\b.*$`)
+	sections := heading.FindAllStringSubmatchIndex(changelog, -1)
+	if len(sections) == 0 {
+		t.Errorf("CHANGELOG.md has no section \"## vX.Y.Z\"")
+	} else if newest := changelog[sections[0][2]:sections[0][3]]; newest != version {
+		t.Errorf("CHANGELOG.md: the newest section is %s's, want %s's (VERSION): make release VERSION=%s makes the notes under Unreleased its own", newest, version, version)
+	} else {
+		body := changelog[sections[0][1]:]
+		if next := strings.Index(body, "\n## "); next >= 0 {
+			body = body[:next]
+		}
+		var notes []string
+		for _, line := range strings.Split(body, "\n") {
+			if strings.HasPrefix(line, "- ") {
+				notes = append(notes, strings.TrimSpace(line[2:]))
+			} else if len(notes) > 0 && strings.TrimSpace(line) != "" && strings.HasPrefix(line, " ") {
+				notes[len(notes)-1] += " " + strings.TrimSpace(line)
+			}
+		}
+		var changes []string
+		if err := yaml.Unmarshal([]byte(chart.Annotations["artifacthub.io/changes"]), &changes); err != nil {
+			t.Errorf("charts/coredns-mcs/Chart.yaml: annotation artifacthub.io/changes: %v", err)
+		}
+		if !slices.Equal(changes, notes) {
+			t.Errorf("charts/coredns-mcs/Chart.yaml: annotation artifacthub.io/changes has %d items, want the %d of CHANGELOG.md's %s section:\n got %q\nwant %q", len(changes), len(notes), version, changes, notes)
+		}
 	}
 	var values struct {
 		Image struct {
@@ -133,7 +186,7 @@ func TestOneVersion(t *testing.T) {
 
 	// The docs: every version of coredns-mcs they print (image references,
 	// kubectl mcs check's "version ..."); other versions are written vX.Y.Z.
-	printed := regexp.MustCompile(`(?:coredns-mcs:|coredns-mcs_|version )(v\d+\.\d+\.\d+)\b`)
+	printed := regexp.MustCompile(`(?:coredns-mcs:|coredns-mcs_|version )(v\d+\.\d+\.\d+)(?:[^\d]|$)`)
 	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	docs = append(docs, filepath.Join(root, "README.md"), filepath.Join(root, "charts", "coredns-mcs", "templates", "NOTES.txt"))
 	n := 0

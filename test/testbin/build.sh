@@ -2,7 +2,12 @@
 # Builds the third-party binaries the tests run, and prints the directory that
 # holds each set of them, one line per set, in the order asked:
 #
-#   test/testbin/build.sh [SET...]      (default: kube)
+#   test/testbin/build.sh [SET[:NAME,NAME...]...]      (default: kube)
+#
+# SET:NAME,... builds only those binaries of the set (make run asks for
+# kube:kube-apiserver,etcd, which is most of the kube set's first build but
+# not all of it); they land in the set's cache directory, where a later
+# build of the whole set finds them and builds only the rest.
 #
 # A set is a directory next to this script: a nested Go module (go.mod,
 # go.sum, tools.go) that pins the main packages, and a recipe.sh that names
@@ -16,6 +21,14 @@
 #   prometheus  the Prometheus server and promtool (github.com/prometheus/prometheus
 #          v0.316.0), for the alerting rules' tests
 #   helm   the helm command (helm.sh/helm/v3 v3.22.0), for the chart's tests
+#   sbom   cyclonedx-gomod v1.10.0, which writes a release's SBOM (make sbom)
+#   cosign cosign v2.6.5, which signs and verifies a release in test/release
+#   registry  the registry of distribution/v3 v3.1.2, run on loopback by
+#          test/release
+#   krew   krew v0.4.3 and its validate-krew-manifest, for the plugin manifest
+#   vuln   govulncheck (golang.org/x/vuln v1.9.0) and an offline vulnerability
+#          database, built from golang.org/x/vulndb's data/osv at the pinned
+#          revision with vulndb's own cmd/indexdb (make vulncheck)
 #
 # Each set is cached under ${XDG_CACHE_HOME:-$HOME/.cache}/coredns-mcs/testbin/SET-KEY,
 # where KEY hashes everything that decides the output: the set's go.mod,
@@ -28,13 +41,19 @@
 # With --env first, each line is an assignment instead, TESTBIN_<SET>=DIR,
 # which the tests read (test/internal/testbin):
 #   test/testbin/build.sh --env kube mcs > testbin.env
-# All progress goes to stderr.
+# All progress goes to stderr. With --cached first, nothing is built: it
+# prints the directories of sets already built and fails if one is not.
 #
 # recipe.sh is sourced with the set's directory as working directory. It sets
 #   binaries   an array of "NAME PACKAGE": go build PACKAGE -o NAME
 #   ldflags    the -ldflags of every build (optional, default "-s -w")
 #   tags       the -tags of every build (optional)
-# and may define check(), run in the finished directory (print versions).
+#   outputs    other files the set must hold (optional), relative to its
+#              directory, made by assemble()
+# and may define check(), run in the finished directory (print versions), and
+# assemble(), run in an empty directory once the binaries are built, with
+# TESTBIN_DIR naming the set's directory: it makes the outputs, whose top
+# directories or files are then moved into the set's directory.
 set -euo pipefail
 
 # Bump when this script changes in a way that alters the binaries, so that
@@ -54,27 +73,54 @@ export CGO_ENABLED=0
 
 log() { printf 'testbin: %s\n' "$*" >&2; }
 
-# complete reports whether dir holds every binary of the recipe just sourced.
+# complete reports whether dir holds every binary the recipe just sourced
+# names in want (all of them when want is empty), and, for a whole set, every
+# output.
 complete() {
-	local entry
-	for entry in "${binaries[@]}"; do
-		[[ -x "$1/${entry%% *}" ]] || return 1
+	local dir="$1" name entry out
+	for name in "${want[@]}"; do
+		[[ -x "$dir/$name" ]] || return 1
 	done
+	if [[ ${#want[@]} -eq 0 ]]; then
+		for entry in "${binaries[@]}"; do
+			[[ -x "$dir/${entry%% *}" ]] || return 1
+		done
+		for out in "${outputs[@]}"; do
+			[[ -e "$dir/$out" ]] || return 1
+		done
+	fi
 }
 
-# build_set builds set $1 if it is not cached, and prints its directory.
+# build_set builds set $1 (SET or SET:NAME,NAME...) if it is not cached, and
+# prints its directory.
 build_set() {
-	local set="$1" dir="$here/$1"
+	local set="${1%%:*}" only=""
+	[[ $1 == *:* ]] && only="${1#*:}"
+	local dir="$here/$set"
 	if [[ ! -f "$dir/recipe.sh" || ! -f "$dir/go.mod" ]]; then
 		log "no set $set: $dir needs go.mod and recipe.sh"
 		return 1
 	fi
 	(
 		cd "$dir"
-		binaries=() ldflags="-s -w" tags=""
+		binaries=() ldflags="-s -w" tags="" outputs=()
 		check() { :; }
+		assemble() { :; }
 		# shellcheck source=/dev/null
 		source ./recipe.sh
+
+		want=()
+		if [[ -n $only ]]; then
+			local name entry found
+			IFS=, read -r -a want <<<"$only"
+			for name in "${want[@]}"; do
+				found=false
+				for entry in "${binaries[@]}"; do
+					[[ ${entry%% *} == "$name" ]] && found=true
+				done
+				$found || { log "set $set has no binary $name"; exit 1; }
+			done
+		fi
 
 		local key
 		key="$(
@@ -88,6 +134,7 @@ build_set() {
 			printf '%s\n' "$target"
 			exit 0
 		fi
+		$cached_only && exit 1
 		mkdir -p "$cache_root"
 
 		# Several test packages may ask for the same set at once (go test runs
@@ -104,45 +151,68 @@ build_set() {
 		# Holding the lock, any build directory for this key is a leftover of
 		# a build that was killed.
 		rm -rf "$cache_root/.build-$set-$key."*
+		# The set's directory fills one finished binary at a time (each
+		# moved in whole), so that a build asked for part of the set, or
+		# killed midway, leaves what it finished for the next one.
+		mkdir -p "$target"
+		chmod 755 "$target"
 
 		local tmp
 		tmp="$(mktemp -d "$cache_root/.build-$set-$key.XXXXXX")"
 		chmod 755 "$tmp" # mktemp makes it private; the cache is meant to be shared
 		trap 'rm -rf "$tmp"' EXIT
 
-		local start=$SECONDS entry
-		log "building set $set into $target (cold builds take minutes)"
+		local start=$SECONDS name
+		log "building set $set${only:+ ($only)} into $target (cold builds take minutes)"
 		log "downloading modules of $set"
 		go mod download >&2
 		for entry in "${binaries[@]}"; do
-			log "building ${entry%% *}"
-			go build -trimpath ${tags:+-tags "$tags"} -ldflags "$ldflags" -o "$tmp/${entry%% *}" "${entry#* }" >&2
+			name="${entry%% *}"
+			if [[ ${#want[@]} -gt 0 ]] && ! printf '%s\n' "${want[@]}" | grep -qx -- "$name"; then
+				continue
+			fi
+			[[ -x "$target/$name" ]] && continue
+			log "building $name"
+			go build -trimpath ${tags:+-tags "$tags"} -ldflags "$ldflags" -o "$tmp/$name" "${entry#* }" >&2
+			mv -f "$tmp/$name" "$target/$name"
 		done
-		(cd "$tmp" && check) >&2
-
-		# A leftover, incomplete directory (a build killed midway, or one
-		# removed by hand in part) would make the rename fail.
-		if [[ -e "$target" ]] && ! complete "$target"; then
-			rm -rf "$target"
+		if [[ ${#want[@]} -eq 0 && ${#outputs[@]} -gt 0 ]] && ! complete "$target"; then
+			log "assembling the outputs of $set"
+			mkdir "$tmp/out"
+			(cd "$tmp/out" && TESTBIN_DIR="$target" assemble) >&2
+			local out top
+			for out in "${outputs[@]}"; do
+				top="${out%%/*}"
+				[[ -e "$tmp/out/$top" ]] || continue
+				rm -rf "${target:?}/$top"
+				mv -T "$tmp/out/$top" "$target/$top"
+			done
 		fi
-		mv -T "$tmp" "$target"
-		trap - EXIT
-		log "built set $set in $((SECONDS - start))s"
+		if [[ ${#want[@]} -eq 0 ]]; then
+			(cd "$target" && check) >&2
+		fi
+		complete "$target" || { log "set $set: the build left $target incomplete"; exit 1; }
+		log "built set $set${only:+ ($only)} in $((SECONDS - start))s"
 		printf '%s\n' "$target"
 	)
 }
 
-env=false
-if [[ ${1:-} == --env ]]; then
-	env=true
+env=false cached_only=false
+while [[ ${1:-} == --* ]]; do
+	case $1 in
+	--env) env=true ;;
+	--cached) cached_only=true ;;
+	*) log "unknown option $1"; exit 2 ;;
+	esac
 	shift
-fi
+done
 if [[ $# -eq 0 ]]; then
 	set -- kube
 fi
 for set in "$@"; do
 	dir="$(build_set "$set")"
 	if $env; then
+		set="${set%%:*}"
 		printf 'TESTBIN_%s=%q\n' "${set^^}" "$dir"
 	else
 		printf '%s\n' "$dir"
