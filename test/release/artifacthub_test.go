@@ -42,6 +42,15 @@ func TestArtifactHub(t *testing.T) {
 		t.Errorf("category %q operator %q", ann["artifacthub.io/category"], ann["artifacthub.io/operator"])
 	}
 
+	// The licence: the SPDX id of LICENSE at the root.
+	license, err := os.ReadFile(filepath.Join(root, "LICENSE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(license), "Apache License\n                           Version 2.0, January 2004") || ann["artifacthub.io/license"] != "Apache-2.0" {
+		t.Errorf("artifacthub.io/license %q; LICENSE is not the Apache License 2.0 it names", ann["artifacthub.io/license"])
+	}
+
 	// The image, with the platforms of make release.
 	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
 	if err != nil {
