@@ -33,10 +33,7 @@ if ! assets=$(bash test/testbin/build.sh --cached kube:kube-apiserver,etcd 2>/de
 fi
 go build -o "$dir/localcluster" ./test/cmd/localcluster
 
-# The Service range holds the examples' ClusterIPs: frontend's 10.96.100.100,
-# and 10.42.0.10, which the derived Service of checkout holds as an MCS
-# controller leaves it (manifests/examples/import-only.yaml).
-KUBEBUILDER_ASSETS="$assets" "$dir/localcluster" -service-cluster-ip-range 10.0.0.0/9,fd00:10:96::/112 \
+KUBEBUILDER_ASSETS="$assets" "$dir/localcluster" \
   -kubeconfig-out "$dir/kubeconfig" -apply manifests/examples -ready-file "$dir/cluster-ready" &
 pids+=($!)
 for _ in $(seq 1 600); do

@@ -47,6 +47,11 @@ const (
 	// DefaultServiceClusterIPRange is dual-stack so Services can get an IPv4
 	// and an IPv6 ClusterIP.
 	DefaultServiceClusterIPRange = "10.96.0.0/12,fd00:10:96::/112"
+	// ExamplesServiceClusterIPRange holds the ClusterIPs of
+	// manifests/examples: frontend's 10.96.100.100, and 10.42.0.10, which
+	// checkout's derived Service holds as an MCS controller leaves it. make
+	// run (test/cmd/localcluster) serves the examples with it.
+	ExamplesServiceClusterIPRange = "10.0.0.0/9,fd00:10:96::/112"
 	// DefaultStartTimeout bounds how long each of etcd and kube-apiserver may
 	// take to become ready. It is generous because CI machines are small and
 	// may run several test binaries, some with -race, at once.

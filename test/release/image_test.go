@@ -242,7 +242,7 @@ func TestArm64ImageUnderQemu(t *testing.T) {
 		t.Errorf("coredns -version under qemu says %q, want coredns-mcs-%s on linux/arm64", out, version)
 	}
 
-	cp := controlplane.ForTest(t, controlplane.Options{InstallCRDs: true})
+	cp := controlplane.ForTest(t, controlplane.Options{InstallCRDs: true, ServiceClusterIPRange: controlplane.ExamplesServiceClusterIPRange})
 	manifests, err := apply.ReadDir(filepath.Join(repoRoot(t), "manifests", "examples"))
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +272,9 @@ func TestArm64ImageUnderQemu(t *testing.T) {
 	logs, exited := harness.StartProcess(t, "coredns (arm64, qemu)", qemu, bin, "-conf", corefile)
 	ready := fmt.Sprintf("http://127.0.0.1:%d/ready", health)
 	deadline := time.Now().Add(2 * time.Minute) // emulated, a start takes seconds
-	for !harness.HTTPOK(ready) {
+	// Ready says the plugins are; the DNS listeners may open a moment
+	// later, which emulation stretches: wait for both.
+	for !harness.HTTPOK(ready) || !harness.Serving(addr) {
 		select {
 		case <-exited:
 			t.Fatalf("coredns under qemu exited:\n%s", logs)

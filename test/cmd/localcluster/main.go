@@ -40,7 +40,7 @@ func run() error {
 	readyFile := flag.String("ready-file", "", "create `FILE` once everything is applied; it is removed on exit")
 	crds := flag.Bool("crds", true, "install the ServiceImport and ServiceExport CRDs")
 	crdVersions := flag.String("crd-versions", "", "comma-separated CRD versions to serve, e.g. v1alpha1 (default: as shipped)")
-	serviceRange := flag.String("service-cluster-ip-range", controlplane.DefaultServiceClusterIPRange, "kube-apiserver's --service-cluster-ip-range: the `CIDRs` of ClusterIPs, one per family")
+	serviceRange := flag.String("service-cluster-ip-range", controlplane.ExamplesServiceClusterIPRange, "kube-apiserver's --service-cluster-ip-range: the `CIDRs` of ClusterIPs, one per family (the default holds the ClusterIPs of manifests/examples)")
 	timeout := flag.Duration("timeout", 3*time.Minute, "give up if starting and applying take longer (a first build of the binaries is not counted)")
 	flag.Usage = func() {
 		fmt.Fprintf(flag.CommandLine.Output(), "Usage: %s [flags]\n\nRuns etcd and kube-apiserver on 127.0.0.1 until SIGINT or SIGTERM.\n\n", filepath.Base(os.Args[0]))
