@@ -119,7 +119,12 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 		return nil
 	}
 	cfg := &cache.Config{
-		Queue:            cache.NewDeltaFIFOWithOptions(cache.DeltaFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: store, EmitDeltaTypeReplaced: true}),
+		// A RealFIFO, not a DeltaFIFO: the DeltaFIFO's map of pending keys
+		// grows to every object at a (re)list and, a Go map, never gives
+		// the room back (about 100 bytes per object for as long as the
+		// process runs); the RealFIFO's queue is a slice that is dropped
+		// once drained. slim thins each object as it is queued.
+		Queue:            cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: store, Transformer: slim}),
 		ListerWatcher:    cache.ToListWatcherWithWatchListSemantics(reporting(lw, onError, retry), listThenWatch{}),
 		ObjectType:       objType,
 		Process:          process,
