@@ -301,6 +301,10 @@ const pendingTTL = 1
 // answers; an answer about an import without an address yet carries
 // pendingTTL as the SOA's TTL and minimum.
 func (m *Multicluster) write(w dns.ResponseWriter, r *dns.Msg, zone string, a answer, server string, kind zoneKind) (handled bool, rcode int, err error) {
+	if capped, ok := capAnswer(r, a); ok {
+		cappedAnswersTotal.WithLabelValues(server, dns.TypeToString[r.Question[0].Qtype]).Inc()
+		a = capped
+	}
 	resp := new(dns.Msg)
 	resp.SetRcode(r, a.rcode)
 	resp.Authoritative = true

@@ -58,6 +58,13 @@ var (
 		Help:      "Queries whose answer a traffic or fallback policy decided, by rule: local_preferred (only the local cluster's endpoints, for an import that prefers close ones), failover_service (a fallback name failed over because its import prefers close endpoints), scope_refused (a fallback name the fallback scope keeps local).",
 	}, []string{"server", "rule"})
 
+	cappedAnswersTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "capped_answers_total",
+		Help:      "Answers cut to a subset of their records because the whole would not fit a DNS message over TCP (64 KiB), by query type.",
+	}, []string{"server", "type"})
+
 	objects = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
