@@ -5,8 +5,13 @@ package main
 //go:generate go run gen.go
 
 import (
+	"os"
+
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/coremain"
+	clog "github.com/coredns/coredns/plugin/pkg/log"
+
+	"github.com/coredns-mcs/coredns-mcs/internal/memlimit"
 )
 
 // Set by the build (-ldflags -X main.version=...).
@@ -16,5 +21,8 @@ func main() {
 	// coremain's init names the server CoreDNS; this distribution says what it is.
 	caddy.AppName = "coredns-mcs"
 	caddy.AppVersion = version + " (CoreDNS-" + coremain.CoreVersion + ")"
+	// The soft memory limit from the container's, so that the collector
+	// keeps a relist's garbage under it (internal/memlimit).
+	clog.Info(memlimit.System.Apply(os.Getenv))
 	coremain.Run()
 }

@@ -67,6 +67,9 @@ type config struct {
 	timeout     time.Duration
 	hopOnly     bool
 	outageOnly  bool
+	scale       bool
+	scaleOnly   bool
+	scaleSize   string
 }
 
 func main() {
@@ -98,6 +101,9 @@ func run() error {
 	flag.DurationVar(&c.timeout, "timeout", 45*time.Minute, "give up after this long")
 	flag.BoolVar(&c.hopOnly, "hop-only", false, "measure only the extra hop of the standalone install (with -n objects), and no Go benchmarks")
 	flag.BoolVar(&c.outageOnly, "outage-only", false, "measure only the cluster DNS with kubectl mcs front's configuration while the standalone server is away, and no Go benchmarks")
+	flag.BoolVar(&c.scale, "scale", true, "measure the scale section (a synthetic ClusterSet on an API server of its own) after everything else")
+	flag.BoolVar(&c.scaleOnly, "scale-only", false, "measure only the scale section, and write it into -out in place of the Scale section there")
+	flag.StringVar(&c.scaleSize, "scale-size", "full", "the scale section's ClusterSet: full (10k, 100k imports; 100k, 1M endpoints), medium (10k, 100k imports; 20k, 100k endpoints) or small (a smoke test)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -121,12 +127,18 @@ func run() error {
 		}
 	}
 	for _, tool := range []string{"dnsperf", "taskset"} {
+		if c.scaleOnly {
+			break // the scale section asks with its own client
+		}
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s is needed (apt-get install -y dnsperf util-linux): %w", tool, err)
 		}
 	}
 	if _, err := os.Stat(c.coredns); err != nil {
 		return fmt.Errorf("coredns binary: %w (run make build)", err)
+	}
+	if _, err := scaleSizesFor(c.scaleSize); err != nil {
+		return err
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -152,7 +164,20 @@ func run() error {
 		b.res.failure = runErr.Error()
 		out += ".failed"
 	}
-	if err := os.WriteFile(out, []byte(b.res.markdown()), 0o644); err != nil {
+	report := b.res.markdown()
+	if c.scaleOnly && runErr == nil {
+		// The other sections stay as the last whole run wrote them.
+		old, err := os.ReadFile(out)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		var section strings.Builder
+		b.res.writeScale(func(format string, args ...any) { fmt.Fprintf(&section, format, args...) })
+		if len(old) > 0 {
+			report = spliceSection(string(old), section.String())
+		}
+	}
+	if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
 		return errors.Join(runErr, fmt.Errorf("write report: %w", err))
 	}
 	status("report written to %s", out)
@@ -181,6 +206,9 @@ func (b *bench) run(ctx context.Context) error {
 	defer os.RemoveAll(b.dir)
 	b.loads = startLoadSampler(5 * time.Second)
 	b.res.machine = readMachine(b.cfg.coredns, b.cfg.stock)
+	if b.cfg.scaleOnly {
+		return b.scaleRun(ctx)
+	}
 
 	// The measurements against the API server come first, in order of
 	// importance, so that an interrupted run still reports the main ones;
@@ -212,6 +240,10 @@ func (b *bench) run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+	}
+	if b.cfg.scale && b.cfg.api && !b.cfg.hopOnly && !b.cfg.outageOnly {
+		// Last: the heaviest, on an API server of its own.
+		return b.scaleRun(ctx)
 	}
 	return nil
 }
