@@ -53,8 +53,7 @@ func TestBigHeadlessAnswersFitTCP(t *testing.T) {
 	m := bigHeadlessPlugin(t)
 	const name = "db.big.svc.clusterset.local."
 	before := testutil.ToFloat64(cappedAnswersTotal.WithLabelValues("", "AAAA"))
-	hostsOf := func(r *dns.Msg) []string {
-		// The name of each address: the SRV answer's targets tell it.
+	addressesOf := func(r *dns.Msg) []string {
 		var out []string
 		for _, rr := range r.Answer {
 			switch a := rr.(type) {
@@ -77,7 +76,7 @@ func TestBigHeadlessAnswersFitTCP(t *testing.T) {
 		}
 	}
 	// The same endpoints: 10.c.x.y and fd00::c+1:i are endpoint i of cluster c.
-	v4, v6 := hostsOf(a), hostsOf(aaaa)
+	v4, v6 := addressesOf(a), addressesOf(aaaa)
 	for i := range min(len(v4), len(v6)) {
 		var c4, c6, hi, lo, i6 int
 		fmt.Sscanf(v4[i], "10.%d.%d.%d", &c4, &hi, &lo)

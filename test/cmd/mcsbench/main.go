@@ -251,39 +251,12 @@ func (b *bench) run(ctx context.Context) error {
 // againstAPIServer runs everything that needs etcd and kube-apiserver, and
 // stops them at the end.
 func (b *bench) againstAPIServer(ctx context.Context) error {
-	assets, err := controlplane.Assets()
+	cp, c, stop, err := b.startControlPlane(ctx, "")
 	if err != nil {
 		return err
 	}
-	b.res.machine.apiserver = firstLine(filepath.Join(assets, "kube-apiserver"), "--version")
-	b.res.machine.etcd = firstLine(filepath.Join(assets, "etcd"), "--version")
-	status("starting etcd and kube-apiserver")
-	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	b.cp, err = controlplane.Start(startCtx, controlplane.Options{InstallCRDs: true, AssetsDir: assets})
-	cancel()
-	if err != nil {
-		return err
-	}
-	defer func() {
-		status("stopping etcd and kube-apiserver")
-		if err := b.cp.Stop(); err != nil {
-			status("stop control plane: %v", err)
-		}
-	}()
-	cfg := rest.CopyConfig(b.cp.Config)
-	// Tens of thousands of creates: the client-side limit would be the
-	// bottleneck, not the API server.
-	cfg.QPS, cfg.Burst = 5000, 10000
-	b.c = &cluster{workers: b.cfg.workers}
-	if b.c.mcs, err = mcsclient.NewForConfig(cfg); err != nil {
-		return err
-	}
-	// Protobuf costs the API server less than JSON for built-in types
-	// (custom resources such as ServiceImports only speak JSON).
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	if b.c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		return err
-	}
+	defer stop()
+	b.cp, b.c = cp, c
 
 	// Memory with an empty cluster first, then the small throughput set,
 	// which is removed again before the large sets are created, so that
@@ -310,6 +283,48 @@ func (b *bench) againstAPIServer(ctx context.Context) error {
 		return err
 	}
 	return b.memory(ctx, b.cfg.big, b.cfg.startupRuns)
+}
+
+// startControlPlane starts etcd and kube-apiserver (what names them in the
+// log) and the clients that write the benchmark's objects; stop stops them.
+func (b *bench) startControlPlane(ctx context.Context, what string) (cp *controlplane.ControlPlane, c *cluster, stop func(), err error) {
+	assets, err := controlplane.Assets()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b.res.machine.apiserver = firstLine(filepath.Join(assets, "kube-apiserver"), "--version")
+	b.res.machine.etcd = firstLine(filepath.Join(assets, "etcd"), "--version")
+	status("%sstarting etcd and kube-apiserver", what)
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	// Restarted under a large ClusterSet (the scale section), the API
+	// server takes minutes to be ready again on a busy machine.
+	cp, err = controlplane.Start(startCtx, controlplane.Options{InstallCRDs: true, AssetsDir: assets, StartTimeout: 10 * time.Minute})
+	cancel()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stop = func() {
+		status("%sstopping etcd and kube-apiserver", what)
+		if err := cp.Stop(); err != nil {
+			status("stop control plane: %v", err)
+		}
+	}
+	cfg := rest.CopyConfig(cp.Config)
+	// Tens of thousands of creates: the client-side limit would be the
+	// bottleneck, not the API server.
+	cfg.QPS, cfg.Burst = 5000, 10000
+	c = &cluster{workers: b.cfg.workers}
+	if c.mcs, err = mcsclient.NewForConfig(cfg); err == nil {
+		// Protobuf costs the API server less than JSON for built-in types
+		// (custom resources such as ServiceImports only speak JSON).
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		c.kube, err = kubernetes.NewForConfig(cfg)
+	}
+	if err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	return cp, c, stop, nil
 }
 
 // serverCPU is the CPU servers are pinned to, or "".

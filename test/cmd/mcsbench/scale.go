@@ -18,12 +18,10 @@ import (
 	discovery "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
-	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/process"
 )
 
 // The scale section: a synthetic ClusterSet on its own API server, grown in
@@ -107,6 +105,7 @@ type scaleResults struct {
 	spikeQueries      int
 	spikeFailures     int
 	spikeTimeouts     int
+	spikeGoMemLimit   uint64
 	spikeFirstFail    string
 	note              string
 }
@@ -120,34 +119,12 @@ func (b *bench) scaleRun(ctx context.Context) error {
 	}
 	res := &scaleResults{sizes: sizes}
 	b.res.scale = res
-	assets, err := controlplane.Assets()
-	if err != nil {
-		return err
-	}
-	status("scale (%s): starting etcd and kube-apiserver", sizes.name)
 	b.phase("scale: control plane")
-	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	cp, err := controlplane.Start(startCtx, controlplane.Options{InstallCRDs: true, AssetsDir: assets})
-	cancel()
+	cp, c, stop, err := b.startControlPlane(ctx, "scale ("+sizes.name+"): ")
 	if err != nil {
 		return err
 	}
-	defer func() {
-		status("scale: stopping etcd and kube-apiserver")
-		if err := cp.Stop(); err != nil {
-			status("stop control plane: %v", err)
-		}
-	}()
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.QPS, cfg.Burst = 5000, 10000
-	c := &cluster{workers: b.cfg.workers}
-	if c.mcs, err = mcsclient.NewForConfig(cfg); err != nil {
-		return err
-	}
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		return err
-	}
+	defer stop()
 	for _, ns := range []string{nsScaleImports, nsScaleHeadless, nsScaleLocal, nsScaleStock} {
 		if err := c.namespace(ctx, ns); err != nil {
 			return err
@@ -227,7 +204,7 @@ func (b *bench) scaleRun(ctx context.Context) error {
 	if err := c.createServices(ctx, nsScaleStock, "svc", 0, imports, true); err != nil {
 		return err
 	}
-	return b.scaleSpike(ctx, cp, start, imports, endpoints)
+	return b.scaleSpike(ctx, cp, imports, endpoints)
 }
 
 // scaleMeasure starts coredns on the ClusterSet as it is, and fills step
@@ -405,13 +382,20 @@ func (c *cluster) createSlices(ctx context.Context, p endpointPlan, from, to int
 
 func ptrTo[T any](v T) *T { return &v }
 
-// scaleSpike restarts the API server under the full ClusterSet with our
-// coredns and stock CoreDNS running, samples both servers' VmRSS every
-// 20 ms, and asks our coredns clusterset names all along: every answer must
-// be the import's address.
-func (b *bench) scaleSpike(ctx context.Context, cp *controlplane.ControlPlane, start func(string) (*server, error), imports, endpoints int) error {
+// scaleSpike restarts the API server under the full ClusterSet, twice:
+// first with our coredns and stock CoreDNS running, then with our coredns
+// alone under a GOMEMLIMIT, as internal/memlimit sets it for a container
+// whose memory limit is spikeLimit times the steady VmRSS of the first
+// round. Each server's VmRSS is sampled every 20 ms, and our coredns is
+// asked clusterset names all along: every answer must be the import's
+// address.
+func (b *bench) scaleSpike(ctx context.Context, cp *controlplane.ControlPlane, imports, endpoints int) error {
 	res := b.res.scale
-	ours, err := start("scale-spike")
+	start := func(name, binary, corefile string, env []string) (*server, error) {
+		return startServer(ctx, serverOptions{binary: binary, dir: b.dir, name: name, corefile: corefile,
+			kubeconfig: cp.Kubeconfig, readyTimeout: 10 * time.Minute, env: env})
+	}
+	ours, err := start("coredns-mcs", b.cfg.coredns, corefileWith, nil)
 	if err != nil {
 		return err
 	}
@@ -419,19 +403,55 @@ func (b *bench) scaleSpike(ctx context.Context, cp *controlplane.ControlPlane, s
 	servers := []*server{ours}
 	objects := []string{fmt.Sprintf("%d imports, %d endpoints, %d + %d Services", imports, endpoints, imports, scaleLocal)}
 	if b.cfg.stock != "" {
-		stock, err := startServer(ctx, serverOptions{binary: b.cfg.stock, dir: b.dir, name: "scale-stock", corefile: corefileWithout,
-			kubeconfig: cp.Kubeconfig, readyTimeout: 10 * time.Minute})
+		stock, err := start("stock CoreDNS", b.cfg.stock, corefileWithout, nil)
 		if err != nil {
 			return err
 		}
 		defer stock.stop()
 		servers = append(servers, stock)
-		objects = append(objects, fmt.Sprintf("%d + %d Services", imports, scaleLocal))
+		// Its kubernetes plugin caches every EndpointSlice, those of
+		// imports included.
+		objects = append(objects, fmt.Sprintf("%d + %d Services, the %d endpoints' slices", imports, scaleLocal, endpoints))
 	}
+	rows, err := b.spikeRound(ctx, cp, servers, objects)
+	if err != nil {
+		return err
+	}
+	res.spike = append(res.spike, rows...)
+	for _, s := range servers {
+		_ = s.stop()
+	}
+
+	limit := uint64(spikeLimit * float64(rows[0].steady))
+	soft := uint64(0.9 * float64(limit)) // memlimit.Fraction
+	res.spikeGoMemLimit = soft
+	limited, err := start("coredns-mcs-gomemlimit", b.cfg.coredns, corefileWith, []string{fmt.Sprintf("GOMEMLIMIT=%d", soft)})
+	if err != nil {
+		return err
+	}
+	defer limited.stop()
+	rows, err = b.spikeRound(ctx, cp, []*server{limited}, objects[:1])
+	for i := range rows {
+		rows[i].server = fmt.Sprintf("coredns-mcs, GOMEMLIMIT %.0f MiB", mib(soft))
+	}
+	res.spike = append(res.spike, rows...)
+	return err
+}
+
+// spikeLimit is the container memory limit, as a multiple of the steady
+// VmRSS, whose GOMEMLIMIT the second round runs under: the target peak.
+const spikeLimit = 1.3
+
+// spikeRound restarts kube-apiserver with servers running, the first of
+// them our coredns, and returns each one's steady and peak VmRSS.
+func (b *bench) spikeRound(ctx context.Context, cp *controlplane.ControlPlane, servers []*server, objects []string) ([]spikeRow, error) {
+	res := b.res.scale
+	ours := servers[0]
 	steady := make([]uint64, len(servers))
+	var err error
 	for i, s := range servers {
 		if steady[i], _, err = s.settledMemory(ctx, 60*time.Second); err != nil {
-			return err
+			return nil, err
 		}
 	}
 
@@ -455,6 +475,7 @@ func (b *bench) scaleSpike(ctx context.Context, cp *controlplane.ControlPlane, s
 	}
 	var queries, failures, timeouts atomic.Int64
 	var firstFail atomic.Value
+	imports := b.res.scale.steps[len(b.res.scale.steps)-1].imports
 	wg.Go(func() {
 		c, err := newDNSClient(ours.addr)
 		if err != nil {
@@ -483,47 +504,46 @@ func (b *bench) scaleSpike(ctx context.Context, cp *controlplane.ControlPlane, s
 			}
 		}
 	})
+	done := func(err error) ([]spikeRow, error) {
+		close(stop)
+		wg.Wait()
+		res.spikeQueries += int(queries.Load())
+		res.spikeFailures += int(failures.Load())
+		res.spikeTimeouts += int(timeouts.Load())
+		if f, ok := firstFail.Load().(string); ok && res.spikeFirstFail == "" {
+			res.spikeFirstFail = f
+		}
+		return nil, err
+	}
 
 	status("scale: restarting kube-apiserver")
 	stopped := time.Now()
 	if err := cp.StopAPIServer(); err != nil {
-		close(stop)
-		wg.Wait()
-		return err
+		return done(err)
 	}
 	// The watches break: our coredns logs that the API is unreachable.
 	waitErr := waitLog(ctx, ours.logPath, "Kubernetes API unreachable", time.Minute)
 	if err := cp.StartAPIServer(ctx); err != nil {
-		close(stop)
-		wg.Wait()
-		return errors.Join(waitErr, err)
+		return done(errors.Join(waitErr, err))
 	}
 	if err := waitLog(ctx, ours.logPath, "Kubernetes API reachable again", 5*time.Minute); err != nil {
-		close(stop)
-		wg.Wait()
-		return err
+		return done(err)
 	}
 	back := time.Since(stopped)
 	// The relist is under way once the API answers again; RSS settles
 	// when it is done.
 	for _, s := range servers {
 		if _, _, err := s.settledMemory(ctx, 90*time.Second); err != nil {
-			close(stop)
-			wg.Wait()
-			return err
+			return done(fmt.Errorf("%s after the restart: %w (exited: %v %v); its log ends with:\n%s", s.name, err, s.proc.Exited(), s.proc.Err(), process.LogTail(s.logPath, 40)))
 		}
 	}
-	close(stop)
-	wg.Wait()
+	_, _ = done(nil)
+	var rows []spikeRow
 	for i, s := range servers {
-		res.spike = append(res.spike, spikeRow{server: s.name, objects: objects[i], steady: steady[i], peak: max(peaks[i].Load(), steady[i]), relistDuration: back})
+		rows = append(rows, spikeRow{server: s.name, objects: objects[i], steady: steady[i], peak: max(peaks[i].Load(), steady[i]), relistDuration: back})
 		status("  %s: steady VmRSS %.1f MiB, peak %.1f MiB (%.2fx)", s.name, mib(steady[i]), mib(peaks[i].Load()), float64(peaks[i].Load())/float64(steady[i]))
 	}
-	res.spikeQueries, res.spikeFailures, res.spikeTimeouts = int(queries.Load()), int(failures.Load()), int(timeouts.Load())
-	if f, ok := firstFail.Load().(string); ok {
-		res.spikeFirstFail = f
-	}
-	return nil
+	return rows, nil
 }
 
 // waitLog waits until the log at path holds a line containing text.
@@ -598,20 +618,22 @@ func (r *results) writeScale(p func(string, ...any)) {
 	}
 	if len(s.spike) > 0 {
 		p("### Relist spike\n\n")
-		p("Under the last step's ClusterSet, our coredns and stock CoreDNS (`build/coredns-stock`, the Corefile without *multicluster*; its objects are headless Services in `%s`, as many as there are imports) run side by side. ", nsScaleStock)
-		p("kube-apiserver is stopped and started again; VmRSS of each server is sampled every 20 ms from before the stop until it has settled after our coredns logged the API reachable again. ")
+		p("Under the last step's ClusterSet, with as many more headless Services in `%s` as there are imports, kube-apiserver is stopped and started again, twice. ", nsScaleStock)
+		p("First our coredns and stock CoreDNS (`build/coredns-stock`, the Corefile without *multicluster*) run side by side: stock CoreDNS's kubernetes plugin caches every Service and every EndpointSlice, those of imports included, as ours does beside *multicluster*. ")
+		p("Then our coredns runs alone with `GOMEMLIMIT` at %.0f MiB: what it sets itself (90%%) in a container whose memory limit is %.1fx the first round's steady VmRSS. ", mib(s.spikeGoMemLimit), spikeLimit)
+		p("VmRSS of each server is sampled every 20 ms from before the stop until it has settled after our coredns logged the API reachable again. ")
 		p("Meanwhile one client asks our coredns clusterset names of imports in a loop, each answer checked against the import's address.\n\n")
-		p("| server | objects | steady VmRSS (MiB) | peak VmRSS (MiB) | peak / steady | target |\n|---|---|---|---|---|---|\n")
-		for i, row := range s.spike {
+		p("| server | objects | steady VmRSS (MiB) | peak VmRSS (MiB) | peak / steady | API answering again after | target |\n|---|---|---|---|---|---|---|\n")
+		for _, row := range s.spike {
 			ratio := float64(row.peak) / float64(row.steady)
 			target := "(the field's ratio)"
-			if i == 0 {
+			if strings.HasPrefix(row.server, "coredns-mcs") {
 				target = fmt.Sprintf("<= 1.3x: %s", verdict(1.3, ratio))
 			}
-			p("| %s | %s | %.1f | %.1f | %.2fx | %s |\n", row.server, row.objects, mib(row.steady), mib(row.peak), ratio, target)
+			p("| %s | %s | %.1f | %.1f | %.2fx | %s | %s |\n", row.server, row.objects, mib(row.steady), mib(row.peak), ratio, row.relistDuration.Round(time.Second), target)
 		}
-		p("\nThe API was answering again %s after the stop. Lookups during the restart: %d; SERVFAIL, NXDOMAIN or a wrong address: %d; no reply within 500 ms: %d",
-			s.spike[0].relistDuration.Round(time.Millisecond), s.spikeQueries, s.spikeFailures, s.spikeTimeouts)
+		p("\nLookups during the restarts: %d; SERVFAIL, NXDOMAIN or a wrong address: %d; no reply within 500 ms: %d",
+			s.spikeQueries, s.spikeFailures, s.spikeTimeouts)
 		if s.spikeFirstFail != "" {
 			p(" (first: %s)", s.spikeFirstFail)
 		}

@@ -130,6 +130,8 @@ type serverOptions struct {
 	// ports, when set, are the DNS, ready, pprof and metrics ports, for a
 	// server started again where it was; else free ones.
 	ports []int
+	// env is added to the environment the server starts in.
+	env []string
 }
 
 // startServer starts coredns and waits until /ready answers 200.
@@ -161,7 +163,11 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 		// /proc/PID/status is the server's own.
 		argv = append([]string{"taskset", "-c", o.cpus}, argv...)
 	}
-	p, err := process.Start(process.Spec{Name: "coredns " + o.name, Path: argv[0], Args: argv[1:], LogPath: logPath})
+	spec := process.Spec{Name: "coredns " + o.name, Path: argv[0], Args: argv[1:], LogPath: logPath}
+	if o.env != nil {
+		spec.Env = append(os.Environ(), o.env...)
+	}
+	p, err := process.Start(spec)
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +273,16 @@ var heapAllocLine = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
 // gcHeap runs a garbage collection in the server (the heap profile handler
 // does that with gc=1) and returns the live heap right after it.
 func (s *server) gcHeap(ctx context.Context) (uint64, error) {
-	body, err := httpGet(ctx, s.pprofURL+"/heap?gc=1&debug=1", 30*time.Second)
+	var body []byte
+	var err error
+	for range 3 {
+		// pprof's server gives up writing after 5 s: the collection of a
+		// heap of a gigabyte on a busy machine, and the profile of it, can
+		// take longer. The next attempt finds the heap collected.
+		if body, err = httpGet(ctx, s.pprofURL+"/heap?gc=1&debug=1", 30*time.Second); err == nil || ctx.Err() != nil {
+			break
+		}
+	}
 	if err != nil {
 		return 0, err
 	}
