@@ -6,6 +6,7 @@ package main
 
 import (
 	"os"
+	"sync"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/coremain"
@@ -22,7 +23,15 @@ func main() {
 	caddy.AppName = "coredns-mcs"
 	caddy.AppVersion = version + " (CoreDNS-" + coremain.CoreVersion + ")"
 	// The soft memory limit from the container's, so that the collector
-	// keeps a relist's garbage under it (internal/memlimit).
-	clog.Info(memlimit.System.Apply(os.Getenv))
+	// keeps a relist's garbage under it (internal/memlimit); said in the
+	// log once the server starts (not for -version or -plugins).
+	applied := memlimit.System.Apply(os.Getenv)
+	var once sync.Once
+	caddy.RegisterEventHook("memlimit", func(e caddy.EventName, _ any) error {
+		if e == caddy.InstanceStartupEvent { // each start and reload: said once
+			once.Do(func() { clog.Info(applied) })
+		}
+		return nil
+	})
 	coremain.Run()
 }
