@@ -49,6 +49,7 @@ type scaleSizes struct {
 	biggest   int   // endpoints of the biggest headless import
 	lookups   int   // names of each kind timed, per round
 	rounds    int   // lookup rounds
+	replicas  []int // coredns processes against one API server
 }
 
 // scaleSizesFor returns the sizes of "full", the ClusterSet the section is
@@ -56,11 +57,11 @@ type scaleSizes struct {
 func scaleSizesFor(name string) (scaleSizes, error) {
 	switch name {
 	case "full":
-		return scaleSizes{name: name, imports: []int{10000, 100000}, endpoints: []int{100000, 1000000}, headless: 5000, clusters: 255, biggest: 10000, lookups: 2000, rounds: 5}, nil
+		return scaleSizes{name: name, imports: []int{10000, 100000}, endpoints: []int{100000, 1000000}, headless: 5000, clusters: 255, biggest: 10000, lookups: 2000, rounds: 5, replicas: []int{1, 10, 30}}, nil
 	case "medium":
-		return scaleSizes{name: name, imports: []int{10000, 100000}, endpoints: []int{20000, 100000}, headless: 1000, clusters: 255, biggest: 10000, lookups: 2000, rounds: 5}, nil
+		return scaleSizes{name: name, imports: []int{10000, 100000}, endpoints: []int{20000, 100000}, headless: 1000, clusters: 255, biggest: 10000, lookups: 2000, rounds: 5, replicas: []int{1, 10, 30}}, nil
 	case "small":
-		return scaleSizes{name: name, imports: []int{200, 1000}, endpoints: []int{500, 2000}, headless: 20, clusters: 8, biggest: 400, lookups: 100, rounds: 2}, nil
+		return scaleSizes{name: name, imports: []int{200, 1000}, endpoints: []int{500, 2000}, headless: 20, clusters: 8, biggest: 400, lookups: 100, rounds: 2, replicas: []int{1, 3}}, nil
 	}
 	return scaleSizes{}, fmt.Errorf("scale size %q: want full, medium or small", name)
 }
@@ -106,6 +107,7 @@ type scaleResults struct {
 	spikeFailures     int
 	spikeTimeouts     int
 	spikeGoMemLimit   uint64
+	replicas          []replicaRow
 	spikeFirstFail    string
 	note              string
 }
@@ -171,6 +173,11 @@ func (b *bench) scaleRun(ctx context.Context) error {
 		step.perImport = float64(int64(step.heap)-int64(lastHeap)) / float64(sizes.imports[i]-imports)
 		lastHeap, imports = step.heap, sizes.imports[i]
 		res.steps = append(res.steps, step)
+		if i == 0 {
+			if err := b.replicas(ctx, cp, c, sizes.replicas); err != nil {
+				return err
+			}
+		}
 
 		// Endpoints of headless imports.
 		b.phase(fmt.Sprintf("scale: %d endpoints", sizes.endpoints[i]))
@@ -639,6 +646,7 @@ func (r *results) writeScale(p func(string, ...any)) {
 		}
 		p(".\n\n")
 	}
+	r.writeReplicas(p)
 	if s.note != "" {
 		p("%s\n\n", s.note)
 	}

@@ -45,8 +45,11 @@ func TestScaleSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := b.res.scale
-	if len(s.steps) != 4 || len(s.spike) != 3 || len(s.answers) != 4 {
-		t.Fatalf("%d steps, %d servers through the restart, %d big answers; want 4, 3, 4", len(s.steps), len(s.spike), len(s.answers))
+	if len(s.steps) != 4 || len(s.spike) != 3 || len(s.answers) != 4 || len(s.replicas) != 2 {
+		t.Fatalf("%d steps, %d servers through the restart, %d big answers, %d replica counts; want 4, 3, 4, 2", len(s.steps), len(s.spike), len(s.answers), len(s.replicas))
+	}
+	if r := s.replicas[1]; r.watches <= r.watchesBefore || r.apiRSS == 0 {
+		t.Errorf("3 replicas: WATCH requests %d -> %d, kube-apiserver VmRSS %d", r.watchesBefore, r.watches, r.apiRSS)
 	}
 	for _, st := range s.steps {
 		if st.heap == 0 || st.rss == 0 || st.lookups["clusterset"].p50 == 0 || st.lookups["local"].p50 == 0 {
@@ -58,7 +61,7 @@ func TestScaleSmall(t *testing.T) {
 	}
 	var out strings.Builder
 	b.res.writeScale(func(format string, args ...any) { fmt.Fprintf(&out, format, args...) })
-	for _, want := range []string{"## Scale", "### Relist spike", "| 1000 | 20 | 2000 "} {
+	for _, want := range []string{"## Scale", "### Relist spike", "| 1000 | 20 | 2000 ", "### The API server's side"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the section lacks %q:\n%s", want, out.String())
 		}

@@ -223,8 +223,11 @@ func (s *server) waitReady(ctx context.Context, timeout time.Duration) error {
 func (s *server) stop() error { return s.proc.Stop(10 * time.Second) }
 
 // rss reads VmRSS from /proc/PID/status, in bytes.
-func (s *server) rss() (uint64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", s.proc.Pid))
+func (s *server) rss() (uint64, error) { return procRSS(s.proc.Pid) }
+
+// procRSS reads VmRSS of process pid, in bytes.
+func procRSS(pid int) (uint64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
@@ -245,8 +248,11 @@ const clockTick = 10 * time.Millisecond
 
 // cpuTime is the CPU time the server has used, user and system, over all
 // its threads.
-func (s *server) cpuTime() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.proc.Pid))
+func (s *server) cpuTime() (time.Duration, error) { return procCPU(s.proc.Pid) }
+
+// procCPU is the CPU time process pid has used, user and system.
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, err
 	}
