@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/process"
 )
 
 // The API server's side: N replicas of coredns (processes of the plugin's
@@ -28,7 +30,14 @@ type replicaRow struct {
 	// replicas and without.
 	watches, watchesBefore int
 	ready                  time.Duration // the slowest replica's start-up
+	// notReady counts the replicas not ready after replicaReadyTimeout,
+	// and why the first was not.
+	notReady int
+	why      string
 }
+
+// replicaReadyTimeout bounds the wait for each replica's /ready.
+const replicaReadyTimeout = 3 * time.Minute
 
 var watchGauge = regexp.MustCompile(`(?m)^apiserver_longrunning_requests\{[^}]*verb="WATCH"[^}]*\} (\d+)`)
 
@@ -70,7 +79,7 @@ func (b *bench) replicas(ctx context.Context, cp *controlplane.ControlPlane, c *
 		for i := range n {
 			wg.Go(func() {
 				servers[i], errs[i] = startServer(ctx, serverOptions{binary: b.cfg.coredns, dir: b.dir, name: fmt.Sprintf("replica-%d-%d", n, i),
-					corefile: corefileWith, kubeconfig: cp.Kubeconfig, readyTimeout: 10 * time.Minute})
+					corefile: corefileWith, kubeconfig: cp.Kubeconfig, readyTimeout: replicaReadyTimeout, keepUnready: true})
 			})
 		}
 		wg.Wait()
@@ -81,14 +90,19 @@ func (b *bench) replicas(ctx context.Context, cp *controlplane.ControlPlane, c *
 				}
 			}
 		}
-		for _, err := range errs {
-			if err != nil {
+		for i, err := range errs {
+			if err == nil {
+				row.ready = max(row.ready, servers[i].readyAfter)
+				continue
+			}
+			if servers[i] == nil || ctx.Err() != nil {
 				stopAll()
 				return err
 			}
-		}
-		for _, s := range servers {
-			row.ready = max(row.ready, s.readyAfter)
+			// Running but not ready: counted, and the others measured.
+			if row.notReady++; row.why == "" {
+				row.why = lastLine(process.LogTail(servers[i].logPath, 3))
+			}
 		}
 		cpu1, err := procCPU(pid)
 		if err == nil {
@@ -103,8 +117,8 @@ func (b *bench) replicas(ctx context.Context, cp *controlplane.ControlPlane, c *
 			return err
 		}
 		b.res.scale.replicas = append(b.res.scale.replicas, row)
-		status("  %d replicas: kube-apiserver VmRSS %.1f -> %.1f MiB, CPU %s until all ready, WATCH requests %d -> %d",
-			n, mib(row.apiRSSBefore), mib(row.apiRSS), row.apiCPU.Round(time.Millisecond), row.watchesBefore, row.watches)
+		status("  %d replicas (%d not ready): kube-apiserver VmRSS %.1f -> %.1f MiB, CPU %s until all ready, WATCH requests %d -> %d",
+			n, row.notReady, mib(row.apiRSSBefore), mib(row.apiRSS), row.apiCPU.Round(time.Millisecond), row.watchesBefore, row.watches)
 	}
 	return nil
 }
@@ -124,5 +138,16 @@ func (r *results) writeReplicas(p func(string, ...any)) {
 			(mib(row.apiRSS)-mib(row.apiRSSBefore))/float64(row.n), row.apiCPU.Round(time.Millisecond), (row.apiCPU / time.Duration(row.n)).Round(time.Millisecond),
 			row.watchesBefore, row.watches, float64(row.watches-row.watchesBefore)/float64(row.n), ms(row.ready))
 	}
+	for _, row := range s.replicas {
+		if row.notReady > 0 {
+			p("With %d replicas, %d were not ready after %s (the figures are those at that moment); the log of the first ended with `%s`.\n\n", row.n, row.notReady, replicaReadyTimeout, row.why)
+		}
+	}
 	p("\n")
+}
+
+// lastLine is the last line of s.
+func lastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	return s[strings.LastIndexByte(s, '\n')+1:]
 }
