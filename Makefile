@@ -94,12 +94,16 @@ run: build kubectl-mcs ## a local API server with example objects (builds kube-a
 # BENCH_MID the memory and start-up sets (default 50000 and BENCH_BIG/5).
 # build/coredns-stock is stock CoreDNS (its own main package, from this
 # module's graph, with the flags of build): the peer whose kubernetes plugin
-# answers clusterset.local with its multicluster option.
+# answers clusterset.local with its multicluster option. The Scale section
+# runs last, on an API server of its own: BENCH_SCALE sizes its ClusterSet
+# (full, the default: 100,000 imports and 1,000,000 endpoints; medium; small,
+# the smoke test's), and BENCH_FLAGS=-scale-only runs it alone, writing only
+# that section of BENCHMARKS.md.
 bench: build ## performance against a real API server: toll, clusterset QPS against the peers, memory, propagation, start-up; writes BENCHMARKS.md
 	$(GO) build -o build/mcsbench ./test/cmd/mcsbench
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o build/coredns-stock github.com/coredns/coredns
 	KUBEBUILDER_ASSETS="$$(bash test/testbin/build.sh kube)" build/mcsbench -coredns $(BINARY) -stock build/coredns-stock -out BENCHMARKS.md \
-		-n $(or $(N),1000) -big $(or $(BENCH_BIG),50000) $(if $(BENCH_MID),-mid $(BENCH_MID)) $(BENCH_FLAGS)
+		-n $(or $(N),1000) -big $(or $(BENCH_BIG),50000) $(if $(BENCH_MID),-mid $(BENCH_MID)) $(if $(BENCH_SCALE),-scale-size $(BENCH_SCALE)) $(BENCH_FLAGS)
 
 # make image writes the image as an archive without a container engine or a
 # registry (internal/ociimage): the base layer (users, CA bundle, time zones

@@ -95,8 +95,8 @@ func TestDerivedPrefix(t *testing.T) {
 		// spec.ips, when set, win over the derived Service.
 		{Qname: "pinned.default.svc.clusterset.local.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("pinned.default.svc.clusterset.local. 5 IN A 10.42.7.7")}},
 		// No derived Service, or a headless one: nothing to answer with.
-		{Qname: "orphan.default.svc.clusterset.local.", Qtype: dns.TypeA, Ns: []dns.RR{soaOf("clusterset.local.")}},
-		{Qname: "nodes.default.svc.clusterset.local.", Qtype: dns.TypeA, Ns: []dns.RR{soaOf("clusterset.local.")}},
+		{Qname: "orphan.default.svc.clusterset.local.", Qtype: dns.TypeA, Ns: []dns.RR{pendingSOAOf("clusterset.local.")}},
+		{Qname: "nodes.default.svc.clusterset.local.", Qtype: dns.TypeA, Ns: []dns.RR{pendingSOAOf("clusterset.local.")}},
 	} {
 		t.Run(dns.TypeToString[tc.Qtype]+" "+tc.Qname, func(t *testing.T) { checkCase(t, m, tc) })
 	}
@@ -110,7 +110,7 @@ func TestDerivedPrefix(t *testing.T) {
 func TestDerivedPrefixOff(t *testing.T) {
 	m, _ := newKarmadaPlugin(t)
 	m.derivedPrefix = ""
-	checkCase(t, m, test.Case{Qname: "serve.default.svc.clusterset.local.", Qtype: dns.TypeA, Ns: []dns.RR{soaOf("clusterset.local.")}})
+	checkCase(t, m, test.Case{Qname: "serve.default.svc.clusterset.local.", Qtype: dns.TypeA, Ns: []dns.RR{pendingSOAOf("clusterset.local.")}})
 }
 
 func TestFailover(t *testing.T) {

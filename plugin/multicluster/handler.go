@@ -342,9 +342,21 @@ func (m *Multicluster) servfail(w dns.ResponseWriter, r *dns.Msg) (handled bool,
 	return true, dns.RcodeSuccess, nil
 }
 
+// pendingTTL bounds the negative TTL (RFC 2308: the SOA's TTL and minimum,
+// whichever is lower) of an answer about an import that has no address yet:
+// controllers write a ServiceImport first and its spec.ips, or the derived
+// Service, after, and a resolver must not cache that gap for the zone's
+// whole TTL.
+const pendingTTL = 1
+
 // write sends a, with the SOA of zone in the authority section of negative
-// answers.
+// answers; an answer about an import without an address yet carries
+// pendingTTL as the SOA's TTL and minimum.
 func (m *Multicluster) write(w dns.ResponseWriter, r *dns.Msg, zone string, a answer, server string, kind zoneKind) (handled bool, rcode int, err error) {
+	if capped, ok := capAnswer(r, a); ok {
+		cappedAnswersTotal.WithLabelValues(server, dns.TypeToString[r.Question[0].Qtype]).Inc()
+		a = capped
+	}
 	resp := new(dns.Msg)
 	resp.SetRcode(r, a.rcode)
 	resp.Authoritative = true
@@ -355,7 +367,11 @@ func (m *Multicluster) write(w dns.ResponseWriter, r *dns.Msg, zone string, a an
 		m.counters.policy(server, ruleLocalPreferred)
 	}
 	if len(a.answer) == 0 {
-		resp.Ns = []dns.RR{soa(zone, m.serial(), m.ttl)}
+		ttl := m.ttl
+		if a.pending {
+			ttl = min(ttl, pendingTTL)
+		}
+		resp.Ns = []dns.RR{soa(zone, m.serial(), ttl)}
 		result = outcomeNodata
 		if a.rcode == dns.RcodeNameError {
 			result = outcomeNXDomain

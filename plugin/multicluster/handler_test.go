@@ -111,6 +111,12 @@ func soaOf(zone string) dns.RR {
 	return test.SOA(zone + " 5 IN SOA ns.dns." + zone + " hostmaster." + zone + " 0 7200 1800 86400 5")
 }
 
+// pendingSOAOf is the SOA of a negative answer about an import without an
+// address yet: TTL and minimum pendingTTL.
+func pendingSOAOf(zone string) dns.RR {
+	return test.SOA(zone + " 1 IN SOA ns.dns." + zone + " hostmaster." + zone + " 0 7200 1800 86400 1")
+}
+
 var clustersetCases = []test.Case{
 	// Apex and the fixed names.
 	{Qname: "clusterset.local.", Qtype: dns.TypeSOA, Rcode: dns.RcodeSuccess, Answer: []dns.RR{soaOf("clusterset.local.")}},
@@ -131,7 +137,7 @@ var clustersetCases = []test.Case{
 	{Qname: "six.ns1.svc.clusterset.local.", Qtype: dns.TypeAAAA, Rcode: dns.RcodeSuccess, Answer: []dns.RR{test.AAAA("six.ns1.svc.clusterset.local. 5 IN AAAA fd00::6")}},
 	{Qname: "six.ns1.svc.clusterset.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Ns: []dns.RR{soaOf("clusterset.local.")}},
 	// Empty spec.ips, no derived_prefix: NODATA.
-	{Qname: "noips.ns1.svc.clusterset.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Ns: []dns.RR{soaOf("clusterset.local.")}},
+	{Qname: "noips.ns1.svc.clusterset.local.", Qtype: dns.TypeA, Rcode: dns.RcodeSuccess, Ns: []dns.RR{pendingSOAOf("clusterset.local.")}},
 	{Qname: "nope.ns1.svc.clusterset.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: []dns.RR{soaOf("clusterset.local.")}},
 	// Another type on an existing name: NODATA.
 	{Qname: "web.ns1.svc.clusterset.local.", Qtype: dns.TypeTXT, Rcode: dns.RcodeSuccess, Ns: []dns.RR{soaOf("clusterset.local.")}},

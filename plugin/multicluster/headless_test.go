@@ -84,8 +84,9 @@ func TestServeHeadless(t *testing.T) {
 		},
 		{Qname: "_http._tcp.db.ns1.svc.clusterset.local.", Qtype: dns.TypeSRV, Rcode: dns.RcodeNameError, Ns: []dns.RR{soa}},
 		// No ready endpoint: NXDOMAIN for the service and every name below (spec 2.4.1).
-		{Qname: "empty.ns1.svc.clusterset.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: []dns.RR{soa}},
-		{Qname: "_pg._tcp.empty.ns1.svc.clusterset.local.", Qtype: dns.TypeSRV, Rcode: dns.RcodeNameError, Ns: []dns.RR{soa}},
+		// Its negative TTL is pendingTTL: endpoints may be ready any moment.
+		{Qname: "empty.ns1.svc.clusterset.local.", Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: []dns.RR{pendingSOAOf("clusterset.local.")}},
+		{Qname: "_pg._tcp.empty.ns1.svc.clusterset.local.", Qtype: dns.TypeSRV, Rcode: dns.RcodeNameError, Ns: []dns.RR{pendingSOAOf("clusterset.local.")}},
 	} {
 		t.Run(dns.TypeToString[tc.Qtype]+" "+tc.Qname, func(t *testing.T) { checkCase(t, m, tc) })
 	}

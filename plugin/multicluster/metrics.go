@@ -58,6 +58,13 @@ var (
 		Help:      "Queries whose answer a traffic or fallback policy decided, by rule: local_preferred (only the local cluster's endpoints, for an import that prefers close ones), failover_service (a fallback name failed over because its import prefers close endpoints), scope_refused (a fallback name the fallback scope keeps local), system_refused (a fallback name of a system namespace, kept local), ptr_conflict (a PTR query passed on because imports of several namespaces claim the address), ptr_out_of_range (a PTR query for an address an import claims, passed on because it is outside reverse_ranges).",
 	}, []string{"server", "rule"})
 
+	cappedAnswersTotal = promauto.NewCounterVec(prometheus.CounterOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "capped_answers_total",
+		Help:      "Answers cut to a subset of their records because the whole would not fit a DNS message over TCP (64 KiB), by query type.",
+	}, []string{"server", "type"})
+
 	objects = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,

@@ -45,7 +45,7 @@ const (
 // Its fields are those of the view a ClusterSetIP import answers from, so
 // that view is the spec itself: one allocation per import, not two.
 type importSpec struct {
-	*object.Empty
+	object.Empty    // no room: a pointer would take 8 bytes of every spec
 	view            // key, flags, source, ipv4, ipv6, ports, derived; no endpoints
 	resourceVersion string
 }
@@ -55,7 +55,7 @@ type importSpec struct {
 // the specs of its slices themselves, so that a slice's change replaces one
 // of them and leaves the others as they are.
 type sliceSpec struct {
-	*object.Empty
+	object.Empty
 	key             serviceKey // the import it belongs to
 	name            string     // the slice's own name
 	resourceVersion string
@@ -110,7 +110,7 @@ func newImportSpec(f importFields) (s *importSpec, problems []string, err error)
 	if errs := validation.IsDNS1123Label(f.name); len(errs) > 0 {
 		return nil, nil, fmt.Errorf("name %q is not a DNS label: %s", f.name, strings.Join(errs, "; "))
 	}
-	s = &importSpec{view: view{key: serviceKey{namespace: f.namespace, name: f.name}}, resourceVersion: f.resourceVersion}
+	s = &importSpec{view: view{key: serviceKey{namespace: intern(f.namespace), name: f.name}}, resourceVersion: f.resourceVersion}
 	if _, ok := f.labels[labelServiceName]; ok {
 		// Nothing of a per-cluster copy is served, so nothing of it is
 		// checked or kept either.
@@ -155,6 +155,7 @@ func newImportSpec(f importFields) (s *importSpec, problems []string, err error)
 		problems = append(problems, fmt.Sprintf("spec.trafficDistribution %q is not one this plugin knows; ignored", f.trafficDistribution))
 	}
 	s.ports, problems = appendPorts(nil, f.ports, problems)
+	s.ports = sharedPorts(s.ports)
 	return s, problems, nil
 }
 
@@ -204,7 +205,7 @@ func parseClusterSetIPs(ips []string) (v4, v6 []net.IP, problems []string) {
 			}
 		}
 	}
-	return v4, v6, problems
+	return packIPs(v4), packIPs(v6), problems
 }
 
 // specialIP says why ip can be neither a ClusterSetIP nor an endpoint, or
@@ -240,7 +241,7 @@ func appendPorts(dst []servicePort, ports []portFields, problems []string) ([]se
 			problems = append(problems, fmt.Sprintf("port %q: number %d out of range; skipped", p.name, p.port))
 			continue
 		}
-		proto := strings.ToLower(p.protocol)
+		proto := lowerIntern(p.protocol)
 		switch proto {
 		case "":
 			proto = "tcp"
@@ -249,7 +250,7 @@ func appendPorts(dst []servicePort, ports []portFields, problems []string) ([]se
 			problems = append(problems, fmt.Sprintf("port %q: unknown protocol %q; skipped", p.name, p.protocol))
 			continue
 		}
-		name := strings.ToLower(p.name)
+		name := lowerIntern(p.name)
 		if name != "" && len(validation.IsDNS1123Label(name)) > 0 {
 			problems = append(problems, fmt.Sprintf("port name %q is not a DNS label; skipped", p.name))
 			continue
@@ -279,12 +280,12 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 	// Without a source-cluster label (mcs-api's e2e and simple controllers
 	// write none) the slice's addresses still serve the service's own name,
 	// but no host.cluster name can be made for them.
-	cluster := strings.ToLower(es.Labels[labelSourceCluster])
+	cluster := lowerIntern(es.Labels[labelSourceCluster])
 	if errs := validation.IsDNS1123Subdomain(cluster); cluster != "" && len(errs) > 0 {
 		return nil, nil, fmt.Errorf("label %s=%q is not a DNS name: %s", labelSourceCluster, cluster, strings.Join(errs, "; "))
 	}
 	s = &sliceSpec{
-		key:             serviceKey{namespace: es.Namespace, name: svc},
+		key:             serviceKey{namespace: intern(es.Namespace), name: intern(svc)},
 		name:            es.Name,
 		resourceVersion: es.ResourceVersion,
 		cluster:         cluster,
@@ -306,6 +307,7 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 		ports = append(ports, f)
 	}
 	s.ports, problems = appendPorts(nil, ports, nil)
+	s.ports = sharedPorts(s.ports)
 
 	// host.cluster.svc.ns.svc.ZONE: what a host name leaves room for.
 	room := maxNameLength - (len(cluster) + 1 + len(svc) + 1 + len(es.Namespace) + len(".svc.") + longestZone) - 1
@@ -316,7 +318,7 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 		}
 		hostname := ""
 		if e.Hostname != nil {
-			hostname = strings.ToLower(*e.Hostname)
+			hostname = lowerIntern(*e.Hostname) // a StatefulSet's names repeat in every cluster
 			if len(validation.IsDNS1123Label(hostname)) > 0 {
 				problems = append(problems, fmt.Sprintf("hostname %q is not a DNS label; addresses named instead", *e.Hostname))
 				hostname = ""
@@ -359,6 +361,7 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 	})
 	// An address listed twice under one name answers once.
 	s.endpoints = slices.CompactFunc(s.endpoints, func(a, b endpoint) bool { return a.host == b.host && a.ip.Equal(b.ip) })
+	packEndpointIPs(s.endpoints)
 	for _, e := range s.endpoints {
 		if e.host == "" {
 			s.anonymous++
@@ -375,8 +378,10 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 // dashedIP names an endpoint without a hostname after its address, as the
 // kubernetes plugin does: 10.0.0.1 -> 10-0-0-1, fd00::1 -> fd00--1.
 func dashedIP(ip string) string {
-	return strings.NewReplacer(".", "-", ":", "-").Replace(strings.ToLower(ip))
+	return dashes.Replace(strings.ToLower(ip))
 }
+
+var dashes = strings.NewReplacer(".", "-", ":", "-")
 
 // viewPolicy is what decides a view beyond its objects: the operator's
 // fallback scope, and the id of the cluster this server runs in (empty when
@@ -427,7 +432,7 @@ func newView(imp *importSpec, ss *serviceSlices, policy viewPolicy) *view {
 		}
 	}
 	if len(v.ports) == 0 {
-		v.ports = imp.ports
+		v.ports = slices.Clone(imp.ports) // shared (sharedPorts): sorted below
 	}
 	slices.SortFunc(v.ports, func(a, b servicePort) int {
 		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.protocol, b.protocol), cmp.Compare(a.port, b.port))

@@ -23,6 +23,8 @@ type answer struct {
 	// localOnly: the records are the local cluster's alone, chosen because
 	// the import prefers close endpoints.
 	localOnly bool
+	// pending: the import exists but has no address yet (pendingTTL).
+	pending bool
 }
 
 var (

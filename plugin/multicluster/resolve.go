@@ -78,11 +78,11 @@ func (r *resolver) service(req request, v *view, owner string, qtype uint16, zon
 	case kindService:
 		switch qtype {
 		case dns.TypeA:
-			v4, _, local := r.clusterSetIPs(v)
-			return answer{answer: addresses(owner, v4, false, r.ttl), localOnly: local}
+			v4, v6, local := r.clusterSetIPs(v)
+			return answer{answer: addresses(owner, v4, false, r.ttl), localOnly: local, pending: len(v4)+len(v6) == 0}
 		case dns.TypeAAAA:
-			_, v6, local := r.clusterSetIPs(v)
-			return answer{answer: addresses(owner, v6, true, r.ttl), localOnly: local}
+			v4, v6, local := r.clusterSetIPs(v)
+			return answer{answer: addresses(owner, v6, true, r.ttl), localOnly: local, pending: len(v4)+len(v6) == 0}
 		case dns.TypeSRV:
 			return r.clusterSetSRV(v, v.ports, owner, zone)
 		}
@@ -173,7 +173,7 @@ func (r *resolver) derivedIPs(namespace, name string) (v4, v6 []net.IP) {
 // service has no names at all (spec 2.4.1).
 func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zone string) answer {
 	if !v.readyEndpoints() {
-		return nxdomain
+		return answer{rcode: dns.RcodeNameError, pending: true}
 	}
 	eps := v.eps
 	switch req.kind {

@@ -73,7 +73,7 @@ func TestClusterSetIPSources(t *testing.T) {
 			tc.Answer = append(tc.Answer, test.A(name+" 5 IN A "+ip))
 		}
 		if len(ips) == 0 {
-			tc.Ns = []dns.RR{soaOf(name[strings.Index(name, ".svc.")+5:])}
+			tc.Ns = []dns.RR{pendingSOAOf(name[strings.Index(name, ".svc.")+5:])} // no address of either family yet
 		}
 		return tc
 	}

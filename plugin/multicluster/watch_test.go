@@ -357,7 +357,7 @@ func TestWatchDerivedService(t *testing.T) {
 	if err := kube.CoreV1().Services("shop").Delete(ctx, derived.Name, meta.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	nodata := test.Case{Qname: "cart.shop.svc.clusterset.local.", Qtype: dns.TypeA, Ns: []dns.RR{soaOf("clusterset.local.")}}
+	nodata := test.Case{Qname: "cart.shop.svc.clusterset.local.", Qtype: dns.TypeA, Ns: []dns.RR{pendingSOAOf("clusterset.local.")}}
 	eventually(t, "NODATA once the derived Service is gone", func() bool { return answers(m, nodata) == nil })
 }
 

@@ -642,6 +642,16 @@ func (c *ControlPlane) ServiceAccountKeyFile() string {
 	return filepath.Join(c.Dir, "sa.key")
 }
 
+// APIServerPID is kube-apiserver's process id, or 0 while it is stopped.
+func (c *ControlPlane) APIServerPID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.apiServer == nil {
+		return 0
+	}
+	return c.apiServer.Pid
+}
+
 // APIServerLogTail returns the last n lines of kube-apiserver's log, for
 // failure messages.
 func (c *ControlPlane) APIServerLogTail(n int) string {

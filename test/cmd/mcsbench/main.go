@@ -67,6 +67,9 @@ type config struct {
 	timeout     time.Duration
 	hopOnly     bool
 	outageOnly  bool
+	scale       bool
+	scaleOnly   bool
+	scaleSize   string
 }
 
 func main() {
@@ -98,6 +101,9 @@ func run() error {
 	flag.DurationVar(&c.timeout, "timeout", 45*time.Minute, "give up after this long")
 	flag.BoolVar(&c.hopOnly, "hop-only", false, "measure only the extra hop of the standalone install (with -n objects), and no Go benchmarks")
 	flag.BoolVar(&c.outageOnly, "outage-only", false, "measure only the cluster DNS with kubectl mcs front's configuration while the standalone server is away, and no Go benchmarks")
+	flag.BoolVar(&c.scale, "scale", true, "measure the scale section (a synthetic ClusterSet on an API server of its own) after everything else")
+	flag.BoolVar(&c.scaleOnly, "scale-only", false, "measure only the scale section, and write it into -out in place of the Scale section there")
+	flag.StringVar(&c.scaleSize, "scale-size", "full", "the scale section's ClusterSet: full (10k, 100k imports; 100k, 1M endpoints), medium (10k, 100k imports; 20k, 100k endpoints) or small (a smoke test)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -121,12 +127,18 @@ func run() error {
 		}
 	}
 	for _, tool := range []string{"dnsperf", "taskset"} {
+		if c.scaleOnly {
+			break // the scale section asks with its own client
+		}
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s is needed (apt-get install -y dnsperf util-linux): %w", tool, err)
 		}
 	}
 	if _, err := os.Stat(c.coredns); err != nil {
 		return fmt.Errorf("coredns binary: %w (run make build)", err)
+	}
+	if _, err := scaleSizesFor(c.scaleSize); err != nil {
+		return err
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -152,7 +164,20 @@ func run() error {
 		b.res.failure = runErr.Error()
 		out += ".failed"
 	}
-	if err := os.WriteFile(out, []byte(b.res.markdown()), 0o644); err != nil {
+	report := b.res.markdown()
+	if c.scaleOnly && runErr == nil {
+		// The other sections stay as the last whole run wrote them.
+		old, err := os.ReadFile(out)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		var section strings.Builder
+		b.res.writeScale(func(format string, args ...any) { fmt.Fprintf(&section, format, args...) })
+		if len(old) > 0 {
+			report = spliceSection(string(old), section.String())
+		}
+	}
+	if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
 		return errors.Join(runErr, fmt.Errorf("write report: %w", err))
 	}
 	status("report written to %s", out)
@@ -181,6 +206,9 @@ func (b *bench) run(ctx context.Context) error {
 	defer os.RemoveAll(b.dir)
 	b.loads = startLoadSampler(5 * time.Second)
 	b.res.machine = readMachine(b.cfg.coredns, b.cfg.stock)
+	if b.cfg.scaleOnly {
+		return b.scaleRun(ctx)
+	}
 
 	// The measurements against the API server come first, in order of
 	// importance, so that an interrupted run still reports the main ones;
@@ -213,45 +241,22 @@ func (b *bench) run(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+	if b.cfg.scale && b.cfg.api && !b.cfg.hopOnly && !b.cfg.outageOnly {
+		// Last: the heaviest, on an API server of its own.
+		return b.scaleRun(ctx)
+	}
 	return nil
 }
 
 // againstAPIServer runs everything that needs etcd and kube-apiserver, and
 // stops them at the end.
 func (b *bench) againstAPIServer(ctx context.Context) error {
-	assets, err := controlplane.Assets()
+	cp, c, stop, err := b.startControlPlane(ctx, "")
 	if err != nil {
 		return err
 	}
-	b.res.machine.apiserver = firstLine(filepath.Join(assets, "kube-apiserver"), "--version")
-	b.res.machine.etcd = firstLine(filepath.Join(assets, "etcd"), "--version")
-	status("starting etcd and kube-apiserver")
-	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	b.cp, err = controlplane.Start(startCtx, controlplane.Options{InstallCRDs: true, AssetsDir: assets})
-	cancel()
-	if err != nil {
-		return err
-	}
-	defer func() {
-		status("stopping etcd and kube-apiserver")
-		if err := b.cp.Stop(); err != nil {
-			status("stop control plane: %v", err)
-		}
-	}()
-	cfg := rest.CopyConfig(b.cp.Config)
-	// Tens of thousands of creates: the client-side limit would be the
-	// bottleneck, not the API server.
-	cfg.QPS, cfg.Burst = 5000, 10000
-	b.c = &cluster{workers: b.cfg.workers}
-	if b.c.mcs, err = mcsclient.NewForConfig(cfg); err != nil {
-		return err
-	}
-	// Protobuf costs the API server less than JSON for built-in types
-	// (custom resources such as ServiceImports only speak JSON).
-	cfg.ContentType = "application/vnd.kubernetes.protobuf"
-	if b.c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		return err
-	}
+	defer stop()
+	b.cp, b.c = cp, c
 
 	// Memory with an empty cluster first, then the small throughput set,
 	// which is removed again before the large sets are created, so that
@@ -278,6 +283,48 @@ func (b *bench) againstAPIServer(ctx context.Context) error {
 		return err
 	}
 	return b.memory(ctx, b.cfg.big, b.cfg.startupRuns)
+}
+
+// startControlPlane starts etcd and kube-apiserver (what names them in the
+// log) and the clients that write the benchmark's objects; stop stops them.
+func (b *bench) startControlPlane(ctx context.Context, what string) (cp *controlplane.ControlPlane, c *cluster, stop func(), err error) {
+	assets, err := controlplane.Assets()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	b.res.machine.apiserver = firstLine(filepath.Join(assets, "kube-apiserver"), "--version")
+	b.res.machine.etcd = firstLine(filepath.Join(assets, "etcd"), "--version")
+	status("%sstarting etcd and kube-apiserver", what)
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	// Restarted under a large ClusterSet (the scale section), the API
+	// server takes minutes to be ready again on a busy machine.
+	cp, err = controlplane.Start(startCtx, controlplane.Options{InstallCRDs: true, AssetsDir: assets, StartTimeout: 10 * time.Minute})
+	cancel()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stop = func() {
+		status("%sstopping etcd and kube-apiserver", what)
+		if err := cp.Stop(); err != nil {
+			status("stop control plane: %v", err)
+		}
+	}
+	cfg := rest.CopyConfig(cp.Config)
+	// Tens of thousands of creates: the client-side limit would be the
+	// bottleneck, not the API server.
+	cfg.QPS, cfg.Burst = 5000, 10000
+	c = &cluster{workers: b.cfg.workers}
+	if c.mcs, err = mcsclient.NewForConfig(cfg); err == nil {
+		// Protobuf costs the API server less than JSON for built-in types
+		// (custom resources such as ServiceImports only speak JSON).
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		c.kube, err = kubernetes.NewForConfig(cfg)
+	}
+	if err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	return cp, c, stop, nil
 }
 
 // serverCPU is the CPU servers are pinned to, or "".

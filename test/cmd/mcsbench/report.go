@@ -25,6 +25,7 @@ type results struct {
 	creates           []createRate
 	hop               *hopResults
 	outage            *outageResults
+	scale             *scaleResults
 }
 
 type phaseLoad struct {
@@ -202,6 +203,7 @@ func (r *results) markdown() string {
 	r.writeGoBench(p)
 	r.writeChurn(p)
 	r.writeProfiles(p)
+	r.writeScale(p)
 
 	p("## Load average by phase\n\n| phase | started (UTC) | 1-minute load |\n|---|---|---|\n")
 	for _, ph := range r.phases {

@@ -1,0 +1,114 @@
+package multicluster
+
+import (
+	"sort"
+
+	"github.com/miekg/dns"
+)
+
+// Big answers. A headless import with thousands of endpoints has more
+// addresses than a DNS message holds: 65,535 octets over TCP (RFC 1035,
+// 4.2.2), far fewer over UDP. The plugin answers a subset (the Multicluster
+// DNS specification lets a headless service answer a subset of its
+// endpoints), so that a TCP answer always fits and needs no TC bit; over
+// UDP the server then truncates it to the client's buffer and sets TC, and
+// the client asks again over TCP.
+const (
+	// maxAnswerRecords caps the answer section: 2,000 AAAA records take
+	// 56,000 octets once their owner names are compressed (2 + 10 + 16 each),
+	// which leaves room for the header, the question, the first owner name
+	// in full and an OPT record. A and AAAA answers are capped at the same
+	// count, taking the endpoints in the same order (cluster, slice, host
+	// name, address), so both families answer the same clusters' endpoints,
+	// and for endpoints with host names the same ones.
+	maxAnswerRecords = 2000
+	// maxAnswerSize is what a capped answer may take on the wire: a TCP
+	// message, less room for an OPT record with an Extended DNS Error.
+	maxAnswerSize = dns.MaxMsgSize - 512
+	// uncheckedRecords is the count of records below which no answer can
+	// exceed maxAnswerSize (each record, compressed, takes at most 2 + 10 +
+	// 6 + 255 octets), so that no length is computed for small answers.
+	uncheckedRecords = 200
+)
+
+// capAnswer returns a, or a's first records when a would not fit a TCP
+// message: at most maxAnswerRecords, cut so that the records of one SRV
+// target stay together, and the additional records of the targets kept. It
+// reports whether it cut.
+func capAnswer(r *dns.Msg, a answer) (answer, bool) {
+	if len(a.answer)+len(a.extra) <= uncheckedRecords {
+		return a, false
+	}
+	if len(a.answer) <= maxAnswerRecords && fits(r, a) {
+		return a, false
+	}
+	cuts := cutPoints(a.answer, true)
+	if len(cuts) < 2 || cuts[1] > maxAnswerRecords || !fits(r, keepAnswers(a, cuts[1])) {
+		// One target's records alone are too many (a ClusterSetIP import
+		// of thousands of ports): cut inside them.
+		cuts = cutPoints(a.answer, false)
+	}
+	k := len(cuts) - 1 // keep a.answer[:cuts[k]]
+	for k > 0 && cuts[k] > maxAnswerRecords {
+		k--
+	}
+	capped := func(k int) answer { return keepAnswers(a, cuts[k]) }
+	if !fits(r, capped(k)) {
+		// Long SRV targets: the largest cut that fits.
+		k = sort.Search(k, func(i int) bool { return !fits(r, capped(i+1)) })
+	}
+	return capped(k), true
+}
+
+// cutPoints are the lengths answer may be cut to: every one, except, when
+// whole is set, inside a run of SRV records of one target.
+func cutPoints(answer []dns.RR, whole bool) []int {
+	cuts := []int{0}
+	for i := 1; i <= len(answer); i++ {
+		if whole && i < len(answer) && sameTarget(answer[i-1], answer[i]) {
+			continue
+		}
+		cuts = append(cuts, i)
+	}
+	return cuts
+}
+
+func sameTarget(a, b dns.RR) bool {
+	sa, ok1 := a.(*dns.SRV)
+	sb, ok2 := b.(*dns.SRV)
+	return ok1 && ok2 && sa.Target == sb.Target
+}
+
+// keepAnswers is a with its first n answer records, and the additional
+// records of the SRV targets among them.
+func keepAnswers(a answer, n int) answer {
+	out := a
+	out.answer = a.answer[:n:n]
+	if len(a.extra) == 0 {
+		return out
+	}
+	targets := make(map[string]struct{})
+	for _, rr := range out.answer {
+		if s, ok := rr.(*dns.SRV); ok {
+			targets[s.Target] = struct{}{}
+		}
+	}
+	out.extra = make([]dns.RR, 0, min(len(a.extra), 2*n))
+	for _, rr := range a.extra {
+		if _, ok := targets[rr.Header().Name]; ok {
+			out.extra = append(out.extra, rr)
+		}
+	}
+	return out
+}
+
+// fits reports whether a, as the reply to r, takes at most maxAnswerSize
+// octets with its names compressed.
+func fits(r *dns.Msg, a answer) bool {
+	m := &dns.Msg{Question: r.Question, Answer: a.answer, Extra: a.extra}
+	if m.Len() <= maxAnswerSize {
+		return true // uncompressed: no map of names to build
+	}
+	m.Compress = true
+	return m.Len() <= maxAnswerSize
+}

@@ -1,0 +1,162 @@
+package multicluster
+
+import (
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"unique"
+
+	corev1 "k8s.io/api/core/v1"
+	discovery "k8s.io/api/discovery/v1"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+)
+
+// slim is the informers' transform: it runs on each object as the reflector
+// queues it, before conversion, and drops in place what the plugin never
+// reads (managedFields, the annotations and labels it does not use, an
+// import's status, an endpoint's conditions other than ready, its topology
+// and references). During a relist every object of a resource is in memory
+// at once, in the list and in the queue; slim makes each of them smaller for
+// that while. What the stores keep is the converted spec either way.
+func slim(obj any) (any, error) {
+	o, ok := obj.(meta.Object)
+	if !ok {
+		return obj, nil // a tombstone: already slimmed when it was queued
+	}
+	o.SetManagedFields(nil)
+	switch x := obj.(type) {
+	case *mcsv1beta1.ServiceImport:
+		keepOnly(&x.Labels, labelServiceName)
+		keepOnly(&x.Annotations, annotationDerivedService, annotationAWSDerived)
+		x.Status = mcsv1beta1.ServiceImportStatus{}
+	case *mcsv1alpha1.ServiceImport:
+		keepOnly(&x.Labels, labelServiceName)
+		keepOnly(&x.Annotations, annotationDerivedService, annotationAWSDerived)
+		x.Status = mcsv1alpha1.ServiceImportStatus{}
+	case *discovery.EndpointSlice:
+		keepOnly(&x.Labels, labelServiceName, labelSourceCluster)
+		x.Annotations = nil
+		x.OwnerReferences = nil
+		for i := range x.Endpoints {
+			e := &x.Endpoints[i]
+			e.Conditions = discovery.EndpointConditions{Ready: e.Conditions.Ready}
+			e.TargetRef, e.NodeName, e.Zone, e.Hints, e.DeprecatedTopology = nil, nil, nil, nil, nil
+		}
+	case *corev1.Service:
+		// object.ToService, which converts it, reads no annotation.
+		x.Annotations = nil
+		x.Status = corev1.ServiceStatus{}
+	}
+	return obj, nil
+}
+
+// keepOnly deletes from *m every key but keep, and sets it to nil when
+// nothing remains.
+func keepOnly(m *map[string]string, keep ...string) {
+	if len(*m) == 0 {
+		*m = nil
+		return
+	}
+	var kept map[string]string
+	for _, k := range keep {
+		if v, ok := (*m)[k]; ok {
+			if kept == nil {
+				kept = make(map[string]string, len(keep))
+			}
+			kept[k] = v
+		}
+	}
+	*m = kept
+}
+
+// intern returns the one copy of s that every spec shares: namespaces,
+// cluster ids, port names and protocols repeat across thousands of imports
+// and slices, and each decoded object brings its own copy. Copies no spec
+// holds any more are reclaimed (package unique).
+func intern(s string) string {
+	if s == "" {
+		return ""
+	}
+	return unique.Make(s).Value()
+}
+
+// lowerIntern is strings.ToLower(s), interned.
+func lowerIntern(s string) string { return intern(strings.ToLower(s)) }
+
+// portSets shares the port lists of imports and slices: most services of a
+// ClusterSet have one of a few (one "http" on 80, say), and an import or a
+// slice holds its list without ever changing it. The set is bounded: past
+// maxPortSets distinct lists, a new one is kept by its own spec alone.
+var portSets = struct {
+	sync.Mutex
+	m map[string][]servicePort
+}{m: map[string][]servicePort{}}
+
+const maxPortSets = 4096
+
+// sharedPorts returns ports, or an equal list already held by another spec.
+func sharedPorts(ports []servicePort) []servicePort {
+	if len(ports) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	for _, p := range ports {
+		b.WriteString(p.name)
+		b.WriteByte('/')
+		b.WriteString(p.protocol)
+		b.WriteByte('/')
+		b.WriteByte(byte(p.port >> 8))
+		b.WriteByte(byte(p.port))
+		b.WriteByte(0)
+	}
+	key := b.String()
+	portSets.Lock()
+	defer portSets.Unlock()
+	if shared, ok := portSets.m[key]; ok {
+		return shared
+	}
+	if len(portSets.m) < maxPortSets {
+		ports = ports[:len(ports):len(ports)] // an append elsewhere must copy
+		portSets.m[key] = ports
+	}
+	return ports
+}
+
+// packIPs returns ips with their bytes in one array: net.ParseIP gives
+// each address 16 bytes of its own, of which an IPv4 address uses 4.
+func packIPs(ips []net.IP) []net.IP {
+	if len(ips) == 0 {
+		return nil
+	}
+	out := slices.Clip(ips)
+	packed := make([]byte, 0, ipBytes(ips))
+	for i, ip := range ips {
+		packed = append(packed, ip...)
+		out[i] = packed[len(packed)-len(ip) : len(packed) : len(packed)]
+	}
+	return out
+}
+
+// packEndpointIPs puts the addresses of eps in one array, as packIPs.
+func packEndpointIPs(eps []endpoint) {
+	n := 0
+	for _, e := range eps {
+		n += len(e.ip)
+	}
+	packed := make([]byte, 0, n)
+	for i := range eps {
+		packed = append(packed, eps[i].ip...)
+		eps[i].ip = packed[len(packed)-len(eps[i].ip) : len(packed) : len(packed)]
+	}
+}
+
+func ipBytes(ips []net.IP) int {
+	n := 0
+	for _, ip := range ips {
+		n += len(ip)
+	}
+	return n
+}
