@@ -55,3 +55,17 @@ func key(rr dns.RR) string {
 	h.Name = strings.ToLower(h.Name)
 	return c.String()
 }
+
+// Addresses returns the values of the A and AAAA records of rrs, in order.
+func Addresses(rrs []dns.RR) []string {
+	var out []string
+	for _, rr := range rrs {
+		switch a := rr.(type) {
+		case *dns.A:
+			out = append(out, a.A.String())
+		case *dns.AAAA:
+			out = append(out, a.AAAA.String())
+		}
+	}
+	return out
+}

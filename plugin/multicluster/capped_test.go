@@ -11,6 +11,8 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	discovery "k8s.io/api/discovery/v1"
+
+	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
 )
 
 // bigHeadlessPlugin serves a dual-stack headless import of 10,000 endpoints
@@ -53,18 +55,7 @@ func TestBigHeadlessAnswersFitTCP(t *testing.T) {
 	m := bigHeadlessPlugin(t)
 	const name = "db.big.svc.clusterset.local."
 	before := testutil.ToFloat64(cappedAnswersTotal.WithLabelValues("", "AAAA"))
-	addressesOf := func(r *dns.Msg) []string {
-		var out []string
-		for _, rr := range r.Answer {
-			switch a := rr.(type) {
-			case *dns.A:
-				out = append(out, a.A.String())
-			case *dns.AAAA:
-				out = append(out, a.AAAA.String())
-			}
-		}
-		return out
-	}
+	addressesOf := func(r *dns.Msg) []string { return dnscheck.Addresses(r.Answer) }
 	a, aaaa := serve(t, m, name, dns.TypeA), serve(t, m, name, dns.TypeAAAA)
 	for _, r := range []*dns.Msg{a, aaaa} {
 		if r.Rcode != dns.RcodeSuccess || r.Truncated || len(r.Answer) != maxAnswerRecords {

@@ -19,19 +19,9 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 
-// ci reports whether missing tools must fail tests instead of skipping them.
-func ci() bool { return os.Getenv("CI") == "true" }
-
-// unavailable fails t under CI=true and skips it otherwise: CI must never
-// pass by silently leaving tests out.
-func unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if ci() {
-		t.Fatalf("required in CI: %s", msg)
-	}
-	t.Skipf("skipping: %s", msg)
-}
+// ci and unavailable: a missing tool fails a test under CI=true, and
+// skips it otherwise.
+var ci, unavailable = harness.CI, harness.Unavailable
 
 // repoRoot returns the repository root; go test runs in the package
 // directory, test/deploy.

@@ -15,6 +15,7 @@ import (
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
+	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 
@@ -59,18 +60,7 @@ func (s *server) query(t *testing.T, proto, name string, qtype uint16) *dns.Msg 
 }
 
 // addresses returns the A and AAAA values of an answer, in order.
-func addresses(r *dns.Msg) []string {
-	var out []string
-	for _, rr := range r.Answer {
-		switch a := rr.(type) {
-		case *dns.A:
-			out = append(out, a.A.String())
-		case *dns.AAAA:
-			out = append(out, a.AAAA.String())
-		}
-	}
-	return out
-}
+func addresses(r *dns.Msg) []string { return dnscheck.Addresses(r.Answer) }
 
 // eventually polls cond every 20 ms until it holds or within passes.
 func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {

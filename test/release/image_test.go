@@ -271,20 +271,12 @@ func TestArm64ImageUnderQemu(t *testing.T) {
 	}
 	logs, exited := harness.StartProcess(t, "coredns (arm64, qemu)", qemu, bin, "-conf", corefile)
 	ready := fmt.Sprintf("http://127.0.0.1:%d/ready", health)
-	deadline := time.Now().Add(2 * time.Minute) // emulated, a start takes seconds
 	// Ready says the plugins are; the DNS listeners may open a moment
-	// later, which emulation stretches: wait for both.
-	for !harness.HTTPOK(ready) || !harness.Serving(addr) {
-		select {
-		case <-exited:
-			t.Fatalf("coredns under qemu exited:\n%s", logs)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("coredns under qemu not ready after 2m:\n%s", logs)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	// later, which emulation stretches: wait for both. Emulated, a start
+	// takes seconds.
+	harness.WaitFor(t, "coredns under qemu", exited, logs, 2*time.Minute, 200*time.Millisecond, func() bool {
+		return harness.HTTPOK(ready) && harness.Serving(addr)
+	})
 	for _, c := range []struct{ name, qtype, want string }{
 		{"frontend.demo.svc.clusterset.local", "A", "10.42.0.20"},
 		{"checkout.demo.svc.cluster.local", "A", ""},

@@ -26,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
 
@@ -66,17 +67,9 @@ func tempDir(t testing.TB, pattern string) string {
 	return dir
 }
 
-func ci() bool { return os.Getenv("CI") == "true" }
-
-// unavailable fails t under CI=true and skips it otherwise.
-func unavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if ci() {
-		t.Fatalf("required in CI: %s", msg)
-	}
-	t.Skipf("skipping: %s", msg)
-}
+// ci and unavailable: a missing tool fails a test under CI=true, and
+// skips it otherwise.
+var ci, unavailable = harness.CI, harness.Unavailable
 
 func lookTool(t testing.TB, name, hint string) string {
 	t.Helper()

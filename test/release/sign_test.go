@@ -55,18 +55,9 @@ http:
 		t.Fatal(err)
 	}
 	logs, exited := harness.StartProcess(t, "registry", bin, "serve", config)
-	deadline := time.Now().Add(30 * time.Second)
-	for !harness.HTTPOK("http://" + host + "/v2/") {
-		select {
-		case <-exited:
-			t.Fatalf("the registry exited:\n%s", logs)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the registry did not answer /v2/ in 30s:\n%s", logs)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	harness.WaitFor(t, "the registry (GET /v2/)", exited, logs, 30*time.Second, 100*time.Millisecond, func() bool {
+		return harness.HTTPOK("http://" + host + "/v2/")
+	})
 	out, _ := exec.Command(bin, "--version").CombinedOutput()
 	t.Logf("registry on %s: %s", host, strings.TrimSpace(string(out)))
 	return host

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -95,4 +96,37 @@ func DocBlock(doc, marker string) (string, error) {
 		return "", fmt.Errorf("%s: no code block after %q", doc, marker)
 	}
 	return block, nil
+}
+
+// CI reports whether missing tools must fail tests instead of skipping them.
+func CI() bool { return os.Getenv("CI") == "true" }
+
+// Unavailable fails t under CI=true and skips it otherwise: CI must never
+// pass by silently leaving tests out.
+func Unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if CI() {
+		t.Fatalf("required in CI: %s", msg)
+	}
+	t.Skipf("skipping: %s", msg)
+}
+
+// WaitFor polls ready every interval until it holds, and fails t when the
+// process started with exited ends first, or within passes; what names the
+// process in messages, and its log is shown.
+func WaitFor(t testing.TB, what string, exited <-chan struct{}, log fmt.Stringer, within, interval time.Duration, ready func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !ready() {
+		select {
+		case <-exited:
+			t.Fatalf("%s exited:\n%s", what, log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not ready in %s:\n%s", what, within, log)
+		}
+		time.Sleep(interval)
+	}
 }
