@@ -91,6 +91,8 @@ spec:
     files:
       - from: kubectl-mcs
         to: .
+      - from: LICENSE
+        to: .
     bin: kubectl-mcs
 `, goos, goarch, strings.TrimSuffix(urlBase, "/"), names[p], sums[p])
 	}

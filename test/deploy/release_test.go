@@ -139,6 +139,13 @@ func checkArchive(t *testing.T, archive, goos, goarch, version string) {
 		t.Errorf("archive %s is not named for version %s", filepath.Base(archive), version)
 	}
 	binaries := extractBinaries(t, data)
+	license, err := os.ReadFile(filepath.Join(repoRoot(t), "LICENSE"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(binaries["LICENSE"], license) {
+		t.Errorf("the archive's LICENSE is not the repository's (%d bytes)", len(binaries["LICENSE"]))
+	}
 	for _, exe := range []string{"coredns", "kubectl-mcs"} {
 		binary := binaries[exe]
 		if binary == nil {
@@ -212,12 +219,17 @@ func extractBinaries(t *testing.T, tgz []byte) map[string][]byte {
 		if err != nil {
 			t.Fatalf("read tar: %v", err)
 		}
-		if (h.Name != "coredns" && h.Name != "kubectl-mcs") || out[h.Name] != nil {
-			t.Errorf("unexpected archive entry %q; want only coredns and kubectl-mcs", h.Name)
+		if (h.Name != "coredns" && h.Name != "kubectl-mcs" && h.Name != "LICENSE") || out[h.Name] != nil {
+			t.Errorf("unexpected archive entry %q; want only coredns, kubectl-mcs and LICENSE", h.Name)
 			continue
 		}
-		if h.Typeflag != tar.TypeReg || h.Mode&0o111 == 0 {
-			t.Errorf("%s in the archive has type %q mode %o; want an executable file", h.Name, h.Typeflag, h.Mode)
+		switch {
+		case h.Typeflag != tar.TypeReg:
+			t.Errorf("%s in the archive has type %q; want a file", h.Name, h.Typeflag)
+		case h.Name == "LICENSE" && h.Mode != 0o644:
+			t.Errorf("LICENSE in the archive has mode %o; want 644", h.Mode)
+		case h.Name != "LICENSE" && h.Mode != 0o755:
+			t.Errorf("%s in the archive has mode %o; want 755, an executable", h.Name, h.Mode)
 		}
 		if out[h.Name], err = io.ReadAll(tr); err != nil {
 			t.Fatalf("read %s from the archive: %v", h.Name, err)
