@@ -132,12 +132,13 @@ func (m *Multicluster) describe(r *dns.Msg) []string {
 			if noLocal {
 				say("no local Service %s", key)
 			}
-			if key == (serviceKey{namespace: apiServerService.namespace, name: apiServerService.name}) && m.scope.systemRefuses(req.namespace, req.service) {
-				say("%s is the API server's Service: it never falls back to an import unless system_fallback names it; passed on, as if there were no import", key)
-			} else if m.scope.systemRefuses(req.namespace, req.service) {
-				say("%s is a system namespace (%s): its names never fall back to an import unless system_fallback names them; passed on, as if there were no import", req.namespace, strings.Join(m.systemNamespaces(), ", "))
-			} else {
+			switch {
+			case !m.scope.systemRefuses(req.namespace, req.service):
 				say("fallback_scope keeps %s local: passed on, as if there were no import", key)
+			case apiServerService.matches(req.namespace, req.service):
+				say("%s is the API server's Service: it never falls back to an import unless system_fallback names it; passed on, as if there were no import", key)
+			default:
+				say("%s is a system namespace (%s): its names never fall back to an import unless system_fallback names them; passed on, as if there were no import", req.namespace, strings.Join(m.systemNamespaces(), ", "))
 			}
 			return steps
 		}

@@ -299,8 +299,7 @@ func (m *Multicluster) passOverSlices(ctx context.Context, w dns.ResponseWriter,
 	}
 	if len(eps) > 0 {
 		q := r.Question[0]
-		a := answer{answer: []dns.RR{ptr(q.Name, localEndpointName(eps[0], addr, m.local.zone()), m.ttl)}}
-		return m.write(w, r, q.Name[len(q.Name)-len(zone):], a, metrics.WithServer(ctx), zoneReverse)
+		return m.write(w, r, q.Name[len(q.Name)-len(zone):], m.localEndpointPTR(q.Name, eps[0], addr), metrics.WithServer(ctx), zoneReverse)
 	}
 	state := corerequest.Request{W: w, Req: r}
 	if k.Fall.Through(state.Name()) {

@@ -31,19 +31,16 @@ type fallbackScope struct {
 // besides the one the server runs in.
 var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
 
-// withSystem returns s (nil: allow all) with the system namespaces below
-// own, the server's own namespace (empty when unknown), kept out of
-// fallback zones except the names that optIn patterns match.
-func (s *fallbackScope) withSystem(own string, optIn []scopePattern) *fallbackScope {
+// withSystem returns s (nil: allow all) with the namespaces system kept
+// out of fallback zones, and default/kubernetes, except the names that
+// optIn patterns match.
+func (s *fallbackScope) withSystem(system []string, optIn []scopePattern) *fallbackScope {
 	out := &fallbackScope{system: map[string]bool{}, optIn: optIn}
 	if s != nil {
 		out.include, out.exclude = s.include, s.exclude
 	}
-	for _, ns := range systemNamespaces {
+	for _, ns := range system {
 		out.system[ns] = true
-	}
-	if own != "" {
-		out.system[own] = true
 	}
 	return out
 }
@@ -54,9 +51,13 @@ func (s *fallbackScope) withSystem(own string, optIn []scopePattern) *fallbackSc
 var apiServerService = scopePattern{namespace: "default", name: "kubernetes"}
 
 // systemRefuses reports whether namespace/name is a system name that no
-// system_fallback pattern opts in.
+// system_fallback pattern opts in. A scope without system namespaces (no
+// fallback zones, or built by hand in a test) refuses nothing.
 func (s *fallbackScope) systemRefuses(namespace, name string) bool {
-	if s == nil || (!s.system[namespace] && (s.system == nil || !apiServerService.matches(namespace, name))) {
+	if s == nil || s.system == nil {
+		return false
+	}
+	if !s.system[namespace] && !apiServerService.matches(namespace, name) {
 		return false
 	}
 	for _, p := range s.optIn {

@@ -426,7 +426,7 @@ func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, ptrVerd
 				if !mixed {
 					return answer{}, ptrLocal
 				}
-				return answer{answer: []dns.RR{ptr(owner, localEndpointName(e, addr, r.local.zone()), r.ttl)}}, ptrAnswered
+				return r.localEndpointPTR(owner, e, addr), ptrAnswered
 			}
 		}
 	}
@@ -448,6 +448,13 @@ func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, ptrVerd
 		target = hostName(best.host, best.cluster, best.key, zone)
 	}
 	return answer{answer: []dns.RR{ptr(owner, target, r.ttl)}}, ptrAnswered
+}
+
+// localEndpointPTR answers owner, the reverse name of addr, with the name
+// the kubernetes plugin gives the local endpoint e, for when that plugin,
+// which caches multicluster slices at addr too, could send no answer.
+func (r *resolver) localEndpointPTR(owner string, e localEndpoint, addr netip.Addr) answer {
+	return answer{answer: []dns.RR{ptr(owner, localEndpointName(e, addr, r.local.zone()), r.ttl)}}
 }
 
 // localEndpointName is the name the kubernetes plugin gives the local

@@ -339,7 +339,7 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 		return nil, c.Errf("system_fallback applies to fallback zones: add fallback ZONE...")
 	}
 	if len(m.Fallback) > 0 {
-		m.scope = m.scope.withSystem(m.ownNamespace, m.systemOptIn)
+		m.scope = m.scope.withSystem(m.systemNamespaces(), m.systemOptIn)
 	}
 	m.sources.setScope(m.scope)
 	m.sources.setLocalCluster(m.clusterID)

@@ -1,6 +1,7 @@
 package multicluster
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,7 +158,7 @@ func TestSystemNamespacesInFallback(t *testing.T) {
 	local := newFakeCluster()
 	m, next := newTestPlugin(t, nil, nil)
 	m.local, m.failover = local, true
-	m.scope = (*fallbackScope)(nil).withSystem("dns-system", []scopePattern{{namespace: "kube-system", name: "metrics-server"}})
+	m.scope = (*fallbackScope)(nil).withSystem(append(slices.Clone(systemNamespaces), "dns-system"), []scopePattern{{namespace: "kube-system", name: "metrics-server"}})
 	m.sources.setScope(m.scope)
 	for _, d := range []importDef{
 		{ns: "kube-system", name: "kube-dns", typ: "ClusterSetIP", ips: []string{"10.42.9.1"}},

@@ -65,17 +65,7 @@ func addresses(r *dns.Msg) []string { return dnscheck.Addresses(r.Answer) }
 // eventually polls cond every 20 ms until it holds or within passes.
 func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, got := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("within %s: %s; last seen: %s", within, what, got)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	harness.Eventually(t, within, 20*time.Millisecond, what, cond)
 }
 
 // expectAddresses waits until name answers exactly want, in any order (over

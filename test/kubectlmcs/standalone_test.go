@@ -1,6 +1,7 @@
 package kubectlmcs
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/internal/front"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 
 // standaloneCluster is a control plane in the standalone layout: kubeadm's
@@ -167,16 +169,10 @@ func TestStandaloneLayout(t *testing.T) {
 			if err := svcs.Delete(ctx, "coredns-mcs", meta.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				if _, err := svcs.Get(ctx, "coredns-mcs", meta.GetOptions{}); apierrors.IsNotFound(err) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the standalone Service is not deleted")
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			harness.Eventually(t, 20*time.Second, 50*time.Millisecond, "the standalone Service deleted", func() (bool, string) {
+				_, err := svcs.Get(ctx, "coredns-mcs", meta.GetOptions{})
+				return apierrors.IsNotFound(err), fmt.Sprint(err)
+			})
 			if err := apply.Apply(ctx, s.cp.Config, found); err != nil {
 				t.Fatal(err)
 			}

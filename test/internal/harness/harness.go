@@ -112,21 +112,37 @@ func Unavailable(t testing.TB, format string, args ...any) {
 	t.Skipf("skipping: %s", msg)
 }
 
-// WaitFor polls ready every interval until it holds, and fails t when the
-// process started with exited ends first, or within passes; what names the
-// process in messages, and its log is shown.
-func WaitFor(t testing.TB, what string, exited <-chan struct{}, log fmt.Stringer, within, interval time.Duration, ready func() bool) {
+// Eventually polls cond every interval until it holds, and fails t once
+// within has passed, with what and the last thing cond reported.
+func Eventually(t testing.TB, within, interval time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	for !ready() {
+	for {
+		ok, got := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("within %s: %s; last seen: %s", within, what, got)
+		}
+		time.Sleep(interval)
+	}
+}
+
+// WaitFor waits (Eventually) until ready holds for a process started with
+// exited and log, and fails t at once if the process ends first; what names
+// the process in messages, which show its log.
+func WaitFor(t testing.TB, what string, exited <-chan struct{}, log fmt.Stringer, within, interval time.Duration, ready func() bool) {
+	t.Helper()
+	Eventually(t, within, interval, what+" ready", func() (bool, string) {
 		select {
 		case <-exited:
 			t.Fatalf("%s exited:\n%s", what, log)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready in %s:\n%s", what, within, log)
+		if ready() {
+			return true, ""
 		}
-		time.Sleep(interval)
-	}
+		return false, "not ready; log:\n" + log.String()
+	})
 }
