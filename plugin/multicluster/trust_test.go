@@ -134,16 +134,24 @@ func TestReverseRanges(t *testing.T) {
 		"8.8.8.8", "2001:4860:4860::8888", "10.42.0.1", "100.64.0.1", "192.0.2.1", "fd00::1", "172.32.0.1",
 	}}}, fakeLocal{})
 	const name = "edge.web.svc.clusterset.local."
-	for addr, want := range map[string]string{
-		"8.8.8.8.in-addr.arpa.":    "",
-		"1.0.0.172.in-addr.arpa.":  "", // 172.32/16 is past 172.16.0.0/12
-		"1.0.42.10.in-addr.arpa.":  name,
-		"1.0.64.100.in-addr.arpa.": name,
-		"1.2.0.192.in-addr.arpa.":  name,
-		"8.8.8.8.0.0.0.0.0.0.0.0.0.0.0.0.8.8.8.4.0.6.8.4.1.0.0.2.ip6.arpa.":         "",
-		"1.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.": name,
+	before := testutil.ToFloat64(policyTotal.WithLabelValues("", "ptr_out_of_range"))
+	for ip, want := range map[string]string{
+		"8.8.8.8":              "",
+		"172.32.0.1":           "", // past 172.16.0.0/12
+		"2001:4860:4860::8888": "",
+		"10.42.0.1":            name,
+		"100.64.0.1":           name,
+		"192.0.2.1":            name,
+		"fd00::1":              name,
 	} {
-		checkCase(t, m, ptrCase(addr, want))
+		owner, err := dns.ReverseAddr(ip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCase(t, m, ptrCase(owner, want))
+	}
+	if got := testutil.ToFloat64(policyTotal.WithLabelValues("", "ptr_out_of_range")) - before; got != 3 {
+		t.Errorf("ptr_out_of_range counted %v, want 3", got)
 	}
 	// The operator names the ranges: those alone.
 	m.reverseRanges = mustPrefixes("8.8.8.0/24")
