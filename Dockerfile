@@ -12,12 +12,12 @@
 #
 # Offline, or with your own mirrors: the two base images are build arguments,
 # and so is GOPROXY, for instance
-#   --build-arg GO_IMAGE=mirror.example/golang:1.26 \
+#   --build-arg GO_IMAGE=mirror.example/golang:1.27.3 \
 #   --build-arg BASE_IMAGE=mirror.example/distroless/static-debian12:nonroot \
 #   --build-arg GOPROXY=http://goproxy.example
 # (no `# syntax=` line either: BuildKit would fetch that frontend image.)
 
-ARG GO_IMAGE=golang:1.26
+ARG GO_IMAGE=golang:1.27.3
 ARG BASE_IMAGE=gcr.io/distroless/static-debian12:nonroot
 
 FROM --platform=$BUILDPLATFORM ${GO_IMAGE} AS builder
