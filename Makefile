@@ -158,8 +158,12 @@ image-name: ## print the image reference make image writes
 #   coredns-mcs_V_OS_ARCH_BIN.cdx.json  the CycloneDX SBOM of each binary of each archive
 #   mcs.yaml                     the krew plugin manifest (kubectl mcs)
 #   coredns-mcs-X.Y.Z.tgz        the chart (+ .prov with CHART_SIGN_KEY and CHART_KEYRING)
+#   coredns-mcs-chart-key.asc    the public key of CHART_SIGN_KEY, which the chart's
+#                                artifacthub.io/signKey names
 #   SHA256SUMS                   the checksums of all of them
-# make release without VERSION builds the version of the file VERSION. Two
+# make release without VERSION builds the version of the file VERSION, and
+# refuses if that version is tagged and the chart differs from the tag's: a
+# chart version is published once (relver published). Two
 # builds of the same sources give the same archives, image digest and SBOMs
 # (test/release checks); the chart's archive carries helm package's times.
 REL_VERSION = $(if $(filter command line,$(origin VERSION)),$(VERSION),$(RELEASE_VERSION))
@@ -169,11 +173,27 @@ RELEASE_IMAGE_PLATFORMS ?= linux/amd64 linux/arm64 linux/arm/v7 linux/ppc64le li
 CHART_SIGN_KEY ?=
 CHART_KEYRING ?=
 RELVER := CGO_ENABLED=0 $(GO) run -trimpath ./internal/release/cmd/relver
+# With CHART_SIGN_KEY, the release publishes the key's public half as
+# coredns-mcs-chart-key.asc, and the chart it packages (a copy of
+# charts/coredns-mcs) names that key for ArtifactHub: artifacthub.io/signKey,
+# its fingerprint and RELEASE_URL/coredns-mcs-chart-key.asc. gpg reads the
+# key from CHART_KEYRING, the keyring helm package --sign reads, in a home of
+# its own (nothing of the user's gpg is used or changed), whose agent it stops.
+CHART_SIGNKEY_RECIPE = \
+	rm -rf build/release-chart; mkdir -p build/release-chart/gnupg; chmod 700 build/release-chart/gnupg; \
+	gpg --batch --quiet --homedir build/release-chart/gnupg --import '$(CHART_KEYRING)'; \
+	fpr=$$(gpg --batch --homedir build/release-chart/gnupg --with-colons --fingerprint '$(CHART_SIGN_KEY)' | awk -F: '$$1 == "fpr" { print $$10; exit }'); \
+	gpg --batch --homedir build/release-chart/gnupg --armor --export '$(CHART_SIGN_KEY)' > '$(RELEASE_DIR)/coredns-mcs-chart-key.asc'; \
+	gpgconf --homedir build/release-chart/gnupg --kill all; \
+	[ -n "$$fpr" ] || { echo "release: gpg finds no key $(CHART_SIGN_KEY) in $(CHART_KEYRING)" >&2; exit 1; }; \
+	cp -R charts/coredns-mcs build/release-chart/coredns-mcs; chart=build/release-chart/coredns-mcs; \
+	$(RELVER) signkey -chart "$$chart/Chart.yaml" -fingerprint "$$fpr" -url '$(RELEASE_URL)/coredns-mcs-chart-key.asc';
 
 release: ## [VERSION=vX.Y.Z] set the one version everywhere, then write RELEASE_DIR: archives, image index, SBOMs, krew manifest, chart, SHA256SUMS
 	@set -euo pipefail; \
 	$(if $(filter command line,$(origin VERSION)),$(RELVER) set '$(VERSION)';) \
 	$(RELVER) check; \
+	$(RELVER) published -version '$(REL_VERSION)'; \
 	rm -rf '$(RELEASE_DIR)'; mkdir -p '$(RELEASE_DIR)'; \
 	$(MAKE) --no-print-directory -f Makefile.release release VERSION='$(REL_VERSION)' COMMIT='$(COMMIT)' \
 		RELEASE_DIR='$(RELEASE_DIR)' $(if $(PLATFORMS),PLATFORMS='$(PLATFORMS)'); \
@@ -183,8 +203,11 @@ release: ## [VERSION=vX.Y.Z] set the one version everywhere, then write RELEASE_
 	$(MAKE) --no-print-directory sbom VERSION='$(REL_VERSION)' SBOM_DIR='$(RELEASE_DIR)' SBOM_PLATFORMS="$$(echo $$platforms)"; \
 	$(RELVER) krew -dir '$(RELEASE_DIR)' -version '$(REL_VERSION)' -url '$(RELEASE_URL)' > '$(RELEASE_DIR)/mcs.yaml'; \
 	helm=$$(bash test/testbin/build.sh helm)/helm; \
-	"$$helm" package charts/coredns-mcs -d '$(RELEASE_DIR)' \
+	chart=charts/coredns-mcs; \
+	$(if $(CHART_SIGN_KEY),$(CHART_SIGNKEY_RECIPE)) \
+	"$$helm" package "$$chart" -d '$(RELEASE_DIR)' \
 		$(if $(CHART_SIGN_KEY),--sign --key '$(CHART_SIGN_KEY)' --keyring '$(CHART_KEYRING)') >&2; \
+	rm -rf build/release-chart; \
 	$(RELVER) sums -dir '$(RELEASE_DIR)' > '$(RELEASE_DIR)/SHA256SUMS'; \
 	echo "$(REL_VERSION): $(RELEASE_DIR)/SHA256SUMS" >&2; cat '$(RELEASE_DIR)/SHA256SUMS' >&2; \
 	if [ -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then \

@@ -89,6 +89,40 @@ func TestChartChanges(t *testing.T) {
 	}
 }
 
+func TestChartSignKey(t *testing.T) {
+	const fpr = "0123456789ABCDEF0123456789ABCDEF01234567"
+	chart := "name: x\nannotations:\n  a: b\n" + changesAnnotation + "    - \"old\"\n"
+	want := "name: x\nannotations:\n  a: b\n" + signKeyAnnotation + "    fingerprint: " + fpr + "\n    url: https://example.org/k.asc\n" + changesAnnotation + "    - \"old\"\n"
+	out, err := ChartSignKey([]byte(chart), fpr, "https://example.org/k.asc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(out) != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+	// Again, with another key: the annotation is replaced, not added.
+	const other = "FEDCBA9876543210FEDCBA9876543210FEDCBA98"
+	again, err := ChartSignKey(out, other, "https://example.org/k.asc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Replace(want, fpr, other, 1); string(again) != want {
+		t.Errorf("again: got\n%s\nwant\n%s", again, want)
+	}
+	for _, c := range []struct{ fpr, url string }{
+		{"0123456789abcdef0123456789abcdef01234567", "https://example.org/k.asc"},
+		{"0123", "https://example.org/k.asc"},
+		{fpr, "k.asc"},
+	} {
+		if _, err := ChartSignKey([]byte(chart), c.fpr, c.url); err == nil {
+			t.Errorf("fingerprint %q url %q: no error", c.fpr, c.url)
+		}
+	}
+	if _, err := ChartSignKey([]byte("name: x\n"), fpr, "https://example.org/k.asc"); err == nil {
+		t.Error("no changes annotation: no error")
+	}
+}
+
 // TestSetCheck: Set on a small tree rewrites every place, and Check then
 // finds nothing; a place changed by hand is found.
 func TestSetCheck(t *testing.T) {

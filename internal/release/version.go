@@ -268,3 +268,44 @@ func ChartChanges(chart []byte, notes []string) ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+// signKeyAnnotation is ArtifactHub's annotation of the key that signs the
+// chart (artifacthub.io/docs/topics/annotations/helm: its fingerprint and
+// the address of the public key).
+const signKeyAnnotation = "  artifacthub.io/signKey: |\n"
+
+var fingerprintRE = regexp.MustCompile(`^[0-9A-F]{40}$`)
+
+// ChartSignKey returns Chart.yaml with artifacthub.io/signKey naming the
+// OpenPGP key of fingerprint (40 upper-case hex digits) published at url,
+// in place of the one there, if any; it goes right before
+// artifacthub.io/changes, which stays the last annotation.
+func ChartSignKey(chart []byte, fingerprint, url string) ([]byte, error) {
+	if !fingerprintRE.MatchString(fingerprint) {
+		return nil, fmt.Errorf("signing key fingerprint %q: want 40 upper-case hex digits", fingerprint)
+	}
+	if !strings.HasPrefix(url, "https://") && !strings.HasPrefix(url, "http://") {
+		return nil, fmt.Errorf("signing key address %q: want an http(s) URL", url)
+	}
+	if i := bytes.Index(chart, []byte(signKeyAnnotation)); i >= 0 {
+		end := i + len(signKeyAnnotation)
+		for end < len(chart) && bytes.HasPrefix(chart[end:], []byte("    ")) {
+			nl := bytes.IndexByte(chart[end:], '\n')
+			if nl < 0 {
+				end = len(chart)
+				break
+			}
+			end += nl + 1
+		}
+		chart = append(chart[:i:i], chart[end:]...)
+	}
+	i := bytes.Index(chart, []byte(changesAnnotation))
+	if i < 0 {
+		return nil, fmt.Errorf("no annotation %q", strings.TrimSpace(changesAnnotation))
+	}
+	var b bytes.Buffer
+	b.Write(chart[:i])
+	fmt.Fprintf(&b, "%s    fingerprint: %s\n    url: %s\n", signKeyAnnotation, fingerprint, url)
+	b.Write(chart[i:])
+	return b.Bytes(), nil
+}

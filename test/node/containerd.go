@@ -63,6 +63,19 @@ disabled_plugins = [
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "{{cni}}"
     conf_dir = "{{base}}/cni/net.d"
+
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "{{dir}}/certs.d"
+`
+
+// hostsConfig is containerd's registry host configuration (hosts.toml in
+// config_path/HOST/, the format of containerd 1.6's docs/hosts.md) for a
+// registry served over plain HTTP at HOST, as a registry on the node's own
+// loopback is.
+const hostsConfig = `server = "http://{{host}}"
+
+[host."http://{{host}}"]
+  capabilities = ["pull", "resolve"]
 `
 
 // cniConfig is the pod network: the bridge cni0 in the node's namespace,
@@ -121,6 +134,15 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	}
 	if err := os.WriteFile(filepath.Join(n.Layout.dir, "cni", "net.d", "10-bridge.conflist"), []byte(render(cniConfig, values)), 0o644); err != nil {
 		return err
+	}
+	for _, host := range n.opts.Registries {
+		dir := filepath.Join(n.Layout.containerdDir(), "certs.d", host)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(render(hostsConfig, map[string]string{"host": host})), 0o644); err != nil {
+			return err
+		}
 	}
 	p, err := n.startDaemon("containerd", containerd, "--config="+config)
 	if err != nil {

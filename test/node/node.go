@@ -93,6 +93,11 @@ type Options struct {
 	// Images are image archives to import into containerd, besides the
 	// pause and dnsutils images.
 	Images []string
+	// Registries are registries (HOST:PORT) in the node's network
+	// namespace that containerd pulls from over plain HTTP, by its registry
+	// host configuration: serve one there with NetNS.Listen, and pods pull
+	// HOST:PORT/REPOSITORY images from it as from any registry.
+	Registries []string
 	// Logf receives progress and timings; nil discards them.
 	Logf func(format string, args ...any)
 

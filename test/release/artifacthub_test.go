@@ -2,6 +2,7 @@ package release
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -161,4 +162,62 @@ func TestArtifactHub(t *testing.T) {
 		t.Errorf("charts/artifacthub-repo.yml: %v", err)
 	}
 	t.Logf("ArtifactHub: image %s for %d platforms, %d CRDs, %d links, %d changes", images[0].Image, len(wantPlatforms), len(hubCRDs), len(links), len(changes))
+}
+
+// TestChartSignKey: with a signing key, make release publishes its public
+// half (coredns-mcs-chart-key.asc, listed in SHA256SUMS) and the chart it
+// packages names it for ArtifactHub (artifacthub.io/signKey): the key's
+// fingerprint and that file's address under the release's download URL.
+// The published key alone verifies the chart (helm verify with a keyring
+// made from it).
+func TestChartSignKey(t *testing.T) {
+	b := release(t)
+	gpg := lookTool(t, "gpg", "apt-get install gnupg")
+	chart := b.file("coredns-mcs-" + strings.TrimPrefix(version, "v") + ".tgz")
+	var meta struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	if err := yaml.Unmarshal(archiveFile(t, chart, "coredns-mcs/Chart.yaml"), &meta); err != nil {
+		t.Fatal(err)
+	}
+	var signKey struct{ Fingerprint, URL string }
+	if err := yaml.UnmarshalStrict([]byte(meta.Annotations["artifacthub.io/signKey"]), &signKey); err != nil {
+		t.Fatalf("artifacthub.io/signKey %q: %v", meta.Annotations["artifacthub.io/signKey"], err)
+	}
+
+	home := t.TempDir()
+	env := cleanEnv("GNUPGHOME=" + home)
+	t.Cleanup(func() { exec.Command("gpgconf", "--homedir", home, "--kill", "all").Run() })
+	fingerprint := func(args ...string) string {
+		out := mustRun(t, "", env, gpg, append([]string{"--batch", "--with-colons"}, args...)...)
+		for _, line := range strings.Split(out, "\n") {
+			if f := strings.Split(line, ":"); f[0] == "fpr" && len(f) > 9 {
+				return f[9]
+			}
+		}
+		t.Fatalf("gpg %s printed no fingerprint:\n%s", strings.Join(args, " "), out)
+		return ""
+	}
+	want := fingerprint("--homedir", b.gnupg, "--fingerprint", chartSigner)
+	published := b.file("coredns-mcs-chart-key.asc")
+	if got := fingerprint("--show-keys", published); got != want {
+		t.Errorf("coredns-mcs-chart-key.asc holds the key %s, want the signer's %s", got, want)
+	}
+	if signKey.Fingerprint != want {
+		t.Errorf("artifacthub.io/signKey fingerprint %q, want the signer's %s", signKey.Fingerprint, want)
+	}
+	if u := "https://github.com/coredns-mcs/coredns-mcs/releases/download/" + version + "/coredns-mcs-chart-key.asc"; signKey.URL != u {
+		t.Errorf("artifacthub.io/signKey url %q, want %q", signKey.URL, u)
+	}
+	if sums := readSums(t, b.file("SHA256SUMS")); sums["coredns-mcs-chart-key.asc"] == "" {
+		t.Error("SHA256SUMS does not list coredns-mcs-chart-key.asc")
+	}
+	if data, err := os.ReadFile(filepath.Join(repoRoot(t), "charts", "coredns-mcs", "Chart.yaml")); err != nil || strings.Contains(string(data), "signKey") {
+		t.Errorf("make release changed the repository's Chart.yaml (err %v)", err)
+	}
+
+	keyring := filepath.Join(t.TempDir(), "published.gpg")
+	mustRun(t, "", env, gpg, "--batch", "--yes", "--output", keyring, "--dearmor", published)
+	helm := newTool(t, "helm", "helm")
+	helm.must(b.dir, "verify", chart, "--keyring", keyring)
 }

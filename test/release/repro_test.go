@@ -37,7 +37,10 @@ func TestReproducible(t *testing.T) {
 	chart := "coredns-mcs-" + strings.TrimPrefix(version, "v") + ".tgz"
 	n := 0
 	for name, sum := range sumsA {
-		if name == chart || name == chart+".prov" {
+		// The chart carries helm package's time; the signing key (and so
+		// the provenance and the chart's signKey) is made anew for each
+		// build of this test.
+		if name == chart || name == chart+".prov" || name == "coredns-mcs-chart-key.asc" {
 			continue
 		}
 		n++

@@ -315,6 +315,8 @@ func TestSignPushVerify(t *testing.T) {
 		}
 		t.Logf("installed from %s %s: %s", ref, chartVersion, strings.Join(found, ", "))
 	})
+
+	t.Run("node", func(t *testing.T) { pullOnNode(t, host, repo, want) })
 }
 
 // signedDigests returns the docker-manifest-digest of each signature cosign

@@ -8,6 +8,12 @@
 //	                         the krew plugin manifest of the archives in DIR
 //	relver sums -dir DIR > SHA256SUMS
 //	                         the checksums of every file of the release
+//	relver published [-version vX.Y.Z]
+//	                         fail if the chart differs from the one released
+//	                         as that version (its git tag)
+//	relver signkey -chart Chart.yaml -fingerprint FPR -url URL
+//	                         name the chart's signing key for ArtifactHub
+//	                         (artifacthub.io/signKey), in place
 //
 // set and check work on the repository in the working directory (-root).
 // set dates the changelog section with SOURCE_DATE_EPOCH when it is set.
@@ -18,6 +24,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/release"
@@ -32,13 +39,15 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: relver set vX.Y.Z | check | krew -dir DIR -version V -url URL | sums -dir DIR")
+		return fmt.Errorf("usage: relver set vX.Y.Z | check | krew -dir DIR -version V -url URL | sums -dir DIR | signkey -chart FILE -fingerprint FPR -url URL")
 	}
 	fs := flag.NewFlagSet("relver "+args[0], flag.ContinueOnError)
 	root := fs.String("root", ".", "the repository")
 	dir := fs.String("dir", "release", "the release directory")
 	version := fs.String("version", "", "the release version (default: VERSION's)")
-	url := fs.String("url", "", "the address the release's archives are downloaded from")
+	url := fs.String("url", "", "the address the release's archives (krew) or the signing key (signkey) are downloaded from")
+	chart := fs.String("chart", "", "the chart's Chart.yaml (signkey)")
+	fingerprint := fs.String("fingerprint", "", "the OpenPGP fingerprint of the chart's signing key (signkey)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -89,6 +98,32 @@ func run(args []string) error {
 		}
 		_, err = os.Stdout.Write(data)
 		return err
+	case "published":
+		v := *version
+		if v == "" {
+			var err error
+			if v, err = release.ReadVersion(*root); err != nil {
+				return err
+			}
+		}
+		tagged, changed, err := release.PublishedChartChanges(*root, v, release.ChartDir)
+		if err != nil {
+			return err
+		}
+		if tagged && len(changed) > 0 {
+			return fmt.Errorf("%s differs from the chart released as %s (tag %s): %s; a chart version is published once: make release VERSION=<a newer version>",
+				release.ChartDir, v, v, strings.Join(changed, ", "))
+		}
+		return nil
+	case "signkey":
+		data, err := os.ReadFile(*chart)
+		if err != nil {
+			return err
+		}
+		if data, err = release.ChartSignKey(data, *fingerprint, *url); err != nil {
+			return err
+		}
+		return os.WriteFile(*chart, data, 0o644)
 	case "sums":
 		data, err := release.Checksums(*dir)
 		if err != nil {
