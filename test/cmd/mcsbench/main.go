@@ -104,7 +104,7 @@ func run() error {
 	flag.BoolVar(&c.outageOnly, "outage-only", false, "measure only the cluster DNS with kubectl mcs front's configuration while the standalone server is away, and no Go benchmarks")
 	flag.BoolVar(&c.scale, "scale", true, "measure the scale section (a synthetic ClusterSet on an API server of its own) after everything else")
 	flag.BoolVar(&c.scaleOnly, "scale-only", false, "measure only the scale section, and write it into -out in place of the Scale section there")
-	flag.BoolVar(&c.churnOnly, "scale-churn-only", false, "measure only the scale section's churn phase, on the last step's ClusterSet, and write it into -out in place of its \"Churn at scale\" subsection")
+	flag.BoolVar(&c.churnOnly, "scale-churn-only", false, "measure only the scale section's churn phase, on the last step's ClusterSet (or with -scale-size churn on the medium size's endpoints beside 10,000 imports), and write it into -out in place of its \"Churn at scale\" subsection")
 	flag.StringVar(&c.scaleSize, "scale-size", "full", "the scale section's ClusterSet: full (10k, 100k imports; 100k, 1M endpoints), medium (10k, 100k imports; 20k, 100k endpoints) or small (a smoke test)")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -139,7 +139,9 @@ func run() error {
 	if _, err := os.Stat(c.coredns); err != nil {
 		return fmt.Errorf("coredns binary: %w (run make build)", err)
 	}
-	if _, err := scaleSizesFor(c.scaleSize); err != nil {
+	if _, err := scaleSizesFor(c.scaleSize); err != nil && !c.churnOnly {
+		return err
+	} else if _, err := churnSizesFor(c.scaleSize); err != nil {
 		return err
 	}
 

@@ -121,3 +121,15 @@ func TestCoprimeStride(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteSerialTick(t *testing.T) {
+	g := &goBench{lines: []string{
+		"BenchmarkSerialTick/coalesced/handed=every-100-2         	296734568	         4.159 ns/op",
+		"BenchmarkSerialTick/per-change/handed=every-100-2        	14135378	        86.52 ns/op",
+	}}
+	var out strings.Builder
+	(&results{}).writeSerialTick(func(format string, args ...any) { fmt.Fprintf(&out, format, args...) }, g)
+	if want := "| handed out every 100 changes | 4.2 ns | 86.5 ns |\n"; !strings.Contains(out.String(), want) || strings.Contains(out.String(), "never") {
+		t.Errorf("rendered:\n%s\nwant the row %q alone", out.String(), want)
+	}
+}

@@ -52,6 +52,21 @@ type churnPlan struct {
 	workers int           // concurrent writers
 }
 
+// churnSizesFor returns the ClusterSet of -scale-churn-only: a scale size,
+// or "churn": the medium size's headless imports and endpoints (1,000
+// headless imports, 100,000 endpoints in 2,500 slices from up to 255
+// clusters, the biggest import 10,000) beside 10,000 ClusterSetIP imports,
+// about 14,000 API objects, for machines where the medium size's 100,000
+// imports cannot be created beside other work.
+func churnSizesFor(name string) (scaleSizes, error) {
+	if name != "churn" {
+		return scaleSizesFor(name)
+	}
+	z, err := scaleSizesFor("medium")
+	z.name, z.imports, z.endpoints = name, z.imports[:1], z.endpoints[len(z.endpoints)-1:]
+	return z, err
+}
+
 func churnPlanFor(size string) churnPlan {
 	if size == "small" {
 		return churnPlan{rates: []int{100}, rounds: 1, window: 4 * time.Second, probes: 20, workers: 8}
@@ -74,10 +89,15 @@ type churnWindow struct {
 	idleN, churnN       int // lookups timed
 	idleLost, churnLost int // no answer within 500 ms
 	propagation         []time.Duration
-	probeMisses         int // changes not seen within propagationTimeout
+	// watchLag: from a probed update's acknowledgement to its event on
+	// this command's own watch
+	watchLag    []time.Duration
+	probeMisses int // changes not seen within propagationTimeout
 	// coredns CPU in each window, and the queries it answered meanwhile
 	// (lookups and probes).
 	cpuIdle, cpuChurn time.Duration
+	// kube-apiserver's and etcd's CPU in the churn windows
+	apiCPU time.Duration
 	// the time coredns's threads waited on a run queue in each window
 	waitIdle, waitChurn       time.Duration
 	queriesIdle, queriesChurn int
@@ -270,22 +290,32 @@ func (b *bench) churnServer(ctx context.Context, c *cluster, res *scaleChurn, sr
 					go func() { profileDone <- s.profile(ctx, max(time.Second, plan.window-2*time.Second), profilePath) }()
 				}
 				cpu0, wait0 := s.cpuTime0(), runDelay(s.proc.Pid)
+				api0 := controlPlaneCPU()
 				roll := startRolling(ctx, c, slots, rate, plan.workers, addrs)
-				probes := make(chan []time.Duration, 1)
+				probes, watchLags := make(chan []time.Duration, 1), make(chan []time.Duration, 1)
+				var events *eventClock
+				if srv.multicluster {
+					if events, err = watchEvents(ctx, c, nsScaleHeadless); err != nil {
+						return err
+					}
+				}
 				var probeMisses atomic.Int64
 				churned, queries, _, err := timeLookups(ctx, s.addr, names, plan.window, func(stop <-chan struct{}) int {
 					if !srv.multicluster {
 						probes <- nil
+						watchLags <- nil
 						return pollName(s.addr, poll, stop)
 					}
-					ds, queries, misses := probePropagation(s.addr, roll, plan.probes, stop)
+					ds, lags, queries, misses := probePropagation(s.addr, roll, events, plan.probes, stop)
 					probes <- ds
+					watchLags <- lags
 					probeMisses.Store(int64(misses))
 					return queries
 				})
 				w.cpuChurn += s.cpuTime0() - cpu0
 				w.waitChurn += runDelay(s.proc.Pid) - wait0
 				rolled := roll.stop()
+				w.apiCPU += controlPlaneCPU() - api0
 				w.queriesChurn += queries
 				w.updates, w.dropped, w.errors, w.took = w.updates+rolled.updates, w.dropped+rolled.dropped, w.errors+rolled.errors, w.took+rolled.took
 				if w.firstErr == "" {
@@ -293,6 +323,10 @@ func (b *bench) churnServer(ctx context.Context, c *cluster, res *scaleChurn, sr
 				}
 				writes = append(writes, rolled.writes...)
 				w.propagation = append(w.propagation, <-probes...)
+				w.watchLag = append(w.watchLag, <-watchLags...)
+				if events != nil {
+					events.stop()
+				}
 				w.probeMisses += int(probeMisses.Load())
 				close(stopSerial)
 				if serialDone != nil {
@@ -457,6 +491,18 @@ func runDelay(pid int) time.Duration {
 	return time.Duration(total)
 }
 
+// controlPlaneCPU is the CPU time the etcd and kube-apiserver this process
+// started have used.
+func controlPlaneCPU() time.Duration {
+	var total time.Duration
+	for _, pid := range childrenNamed(os.Getpid(), "etcd", "kube-apiserver") {
+		if d, err := procCPU(pid); err == nil {
+			total += d
+		}
+	}
+	return total
+}
+
 // childrenNamed returns the descendants of pid whose command is one of
 // names (the control plane's processes may be started through a wrapper).
 func childrenNamed(pid int, names ...string) []int {
@@ -500,8 +546,8 @@ type rolling struct {
 }
 
 type probeTarget struct {
-	name, ip string
-	acked    time.Time
+	name, ip, rv string
+	acked        time.Time
 }
 
 type rolled struct {
@@ -518,13 +564,19 @@ type rolled struct {
 // are taken in turn. An update due while every writer is busy is dropped
 // and counted: the rate achieved is what the API server took.
 func startRolling(ctx context.Context, c *cluster, slots []*churnSlot, rate, workers int, addrs *atomic.Uint32) *rolling {
-	ctx, cancel := context.WithCancel(ctx)
+	// Only the pacer stops at the end of the window: writes under way
+	// finish (an update cut off might or might not be applied), and
+	// count when acknowledged within the window.
+	pacing, cancel := context.WithCancel(ctx)
 	r := &rolling{cancel: cancel, began: time.Now(), probe: make(chan probeTarget, 1)}
 	due := make(chan struct{}, workers)
 	var next atomic.Int64
 	for range workers {
 		r.wg.Go(func() {
 			for range due {
+				if r.end.Load() != 0 {
+					continue // due within the window, not sent in it
+				}
 				slot := slots[int(next.Add(1)-1)%len(slots)]
 				r.update(ctx, c, slot, addrs)
 			}
@@ -537,7 +589,7 @@ func startRolling(ctx context.Context, c *cluster, slots []*churnSlot, rate, wor
 		sent := 0
 		for {
 			select {
-			case <-ctx.Done():
+			case <-pacing.Done():
 				return
 			case now := <-t.C:
 				for want := int(now.Sub(r.began).Seconds() * float64(rate)); sent < want; sent++ {
@@ -594,7 +646,7 @@ func (r *rolling) update(ctx context.Context, c *cluster, slot *churnSlot, addrs
 	}
 	slot.es = got
 	if r.wantProbe.CompareAndSwap(true, false) {
-		r.probe <- probeTarget{name: hostNameOf(got, ip), ip: ip, acked: acked}
+		r.probe <- probeTarget{name: hostNameOf(got, ip), ip: ip, rv: got.ResourceVersion, acked: acked}
 	}
 }
 
@@ -656,10 +708,10 @@ func expectOneA(s *server, name string) error {
 // new address: the delay from the acknowledgement to that answer. It
 // returns the delays, the queries it sent and the changes not seen within
 // propagationTimeout.
-func probePropagation(addr string, r *rolling, n int, stop <-chan struct{}) (ds []time.Duration, queries, misses int) {
+func probePropagation(addr string, r *rolling, events *eventClock, n int, stop <-chan struct{}) (ds, lags []time.Duration, queries, misses int) {
 	c, err := newDNSClient(addr)
 	if err != nil {
-		return nil, 0, 0
+		return nil, nil, 0, 0
 	}
 	defer c.close()
 	for len(ds)+misses < n {
@@ -667,7 +719,7 @@ func probePropagation(addr string, r *rolling, n int, stop <-chan struct{}) (ds 
 		var t probeTarget
 		select {
 		case <-stop:
-			return ds, queries, misses
+			return ds, lags, queries, misses
 		case t = <-r.probe:
 		}
 		seen := false
@@ -683,9 +735,59 @@ func probePropagation(addr string, r *rolling, n int, stop <-chan struct{}) (ds 
 		}
 		if !seen {
 			misses++
+			continue
+		}
+		if at, ok := events.wait(t.rv, t.acked.Add(propagationTimeout)); ok {
+			lags = append(lags, max(0, at.Sub(t.acked)))
 		}
 	}
-	return ds, queries, misses
+	return ds, lags, queries, misses
+}
+
+// eventClock records when this command's own watch of EndpointSlices
+// receives each resourceVersion: the API server's share of propagation.
+type eventClock struct {
+	mu   sync.Mutex
+	at   map[string]time.Time
+	stop func()
+}
+
+// watchEvents watches the EndpointSlices of ns from now on.
+func watchEvents(ctx context.Context, c *cluster, ns string) (*eventClock, error) {
+	list, err := c.kube.DiscoveryV1().EndpointSlices(ns).List(ctx, meta.ListOptions{Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	w, err := c.kube.DiscoveryV1().EndpointSlices(ns).Watch(ctx, meta.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		return nil, err
+	}
+	e := &eventClock{at: map[string]time.Time{}, stop: w.Stop}
+	go func() {
+		for ev := range w.ResultChan() {
+			if es, ok := ev.Object.(*discovery.EndpointSlice); ok {
+				now := time.Now()
+				e.mu.Lock()
+				e.at[es.ResourceVersion] = now
+				e.mu.Unlock()
+			}
+		}
+	}()
+	return e, nil
+}
+
+// wait returns when resourceVersion rv arrived, waiting for it until
+// deadline.
+func (e *eventClock) wait(rv string, deadline time.Time) (time.Time, bool) {
+	for {
+		e.mu.Lock()
+		at, ok := e.at[rv]
+		e.mu.Unlock()
+		if ok || time.Now().After(deadline) {
+			return at, ok
+		}
+		time.Sleep(pollEvery)
+	}
 }
 
 // pollName asks name every pollEvery until stop: the idle window's stand-in
@@ -957,12 +1059,12 @@ func (r *results) writeScaleChurn(p func(string, ...any)) {
 		p("Nothing is pinned (-pin=false): coredns shares the CPUs with etcd, kube-apiserver and the writers. ")
 	}
 	p("The run-queue wait is the time coredns's threads were ready to run but waited for a CPU (`/proc/PID/task/*/schedstat`): it tells a slower answer for want of CPU from one the plugin's own work delays. ")
-	p("Propagation: during churn, one acknowledged update at a time (at most %d a window) is probed by asking its new endpoint's `host.cluster` name every %s until coredns answers the new address, from the update's acknowledgement; ", c.plan.probes, pollEvery)
+	p("Propagation: during churn, one acknowledged update at a time (at most %d a window) is probed by asking its new endpoint's `host.cluster` name every %s until coredns answers the new address, from the update's acknowledgement; beside it, a watch of this command's own on the slices (from the window's start, on CPU 1 with the API server, not raised) times the update's event from the same acknowledgement: the API server's share, which coredns cannot shorten; ", c.plan.probes, pollEvery)
 	p("in the idle window a poller asks an import's name at the same pace, so both windows carry the same extra queries. ")
 	p("coredns CPU per 1,000 updates is its CPU time in the churn window over the updates acknowledged, and net of the queries it answered meanwhile at the idle window's CPU per query.\n\n")
 
-	p("| server | asked / s | acknowledged / s | dropped | write errors | API update p50 / p99 | propagation p50 / p99 / max (probes) | local p50 / p99 / p99.9, idle -> churn | clusterset p50 / p99 / p99.9, idle -> churn | p99 ratio local / clusterset (pooled; median of rounds) | coredns CPU per 1,000 updates (net) | coredns run-queue wait per second, idle -> churn | SOA serial during churn: distinct values (samples); most ahead of the clock |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("| server | asked / s | acknowledged / s | dropped | write errors | API update p50 / p99 | propagation p50 / p99 / max (probes) | of which to this command's watch p50 / p99 | local p50 / p99 / p99.9, idle -> churn | clusterset p50 / p99 / p99.9, idle -> churn | p99 ratio local / clusterset (pooled; median of rounds) | coredns CPU per 1,000 updates (net) | kube-apiserver + etcd CPU per update | coredns run-queue wait per second, idle -> churn | SOA serial during churn: distinct values (samples); most ahead of the clock |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, w := range c.windows {
 		raw, netCPU := w.cpuPer1000()
 		prop := "none"
@@ -981,11 +1083,15 @@ func (r *results) writeScaleChurn(p func(string, ...any)) {
 		if w.serialSamples > 0 {
 			serial = fmt.Sprintf("%d (%d, every %s, over %s); %+d s", w.serials, w.serialSamples, serialEvery, w.took.Round(time.Second), w.serialAhead)
 		}
-		p("| %s | %d | %.0f | %d | %s | %s / %s | %s | %s -> %s | %s -> %s | %.2f / %.2f; %.2f / %.2f | %s (%s) | %s -> %s | %s |\n",
-			w.server, w.rate, w.achieved(), w.dropped, errs, ms(w.write.p50), ms(w.write.p99), prop,
+		lag := ""
+		if len(w.watchLag) > 0 {
+			lag = ms(percentile(w.watchLag, 50)) + " / " + ms(percentile(w.watchLag, 99))
+		}
+		p("| %s | %d | %.0f | %d | %s | %s / %s | %s | %s | %s -> %s | %s -> %s | %.2f / %.2f; %.2f / %.2f | %s (%s) | %s | %s -> %s | %s |\n",
+			w.server, w.rate, w.achieved(), w.dropped, errs, ms(w.write.p50), ms(w.write.p99), prop, lag,
 			lat(w.idle["local"]), lat(w.churn["local"]), lat(w.idle["clusterset"]), lat(w.churn["clusterset"]),
 			ratio(w.churn["local"].p99, w.idle["local"].p99), ratio(w.churn["clusterset"].p99, w.idle["clusterset"].p99), w.roundRatio("local"), w.roundRatio("clusterset"),
-			raw.Round(time.Millisecond), netCPU.Round(time.Millisecond),
+			raw.Round(time.Millisecond), netCPU.Round(time.Millisecond), us(perUpdate(w.apiCPU, w.updates)),
 			ms(perSecond(w.waitIdle, time.Duration(c.plan.rounds)*c.plan.window)), ms(perSecond(w.waitChurn, w.took)), serial)
 	}
 	p("\n")
@@ -1020,7 +1126,22 @@ func (r *results) writeScaleChurn(p func(string, ...any)) {
 		p("The control without multicluster, under the same churn: cluster.local p99 %.2fx its idle one; coredns-mcs's ratio over the control's, the plugin's share: %.2f. ",
 			ratio(cw.churn["local"].p99, cw.idle["local"].p99), lr/max(ratio(cw.churn["local"].p99, cw.idle["local"].p99), 1e-9))
 	}
-	p("The largest rate acknowledged was %.0f/s (asked %d/s). ", best.achieved(), best.rate)
+	p("The largest rate acknowledged was %.0f/s (asked %d/s).\n\n", best.achieved(), best.rate)
+	// What 1,000 updates a second would take, from the costs measured.
+	if best.updates > 0 && best.apiCPU > 0 {
+		apiPer := best.apiCPU / time.Duration(best.updates)
+		p("Extrapolation: kube-apiserver and etcd used %s of CPU per acknowledged update (at %.0f/s), so %d updates/s take %.1f CPUs for them alone; ",
+			us(apiPer), best.achieved(), churnScaleRate, float64(apiPer*churnScaleRate)/float64(time.Second))
+		p("pinned, they have one CPU, shared with the writers, the lookup client and the machine's other work, which is why the rate acknowledged stops where it does, and why propagation, which includes the API server's delivery of the watch event, grows once updates queue there. ")
+		_, ourNet := w.cpuPer1000()
+		p("coredns used %s of CPU per 1,000 updates net of the queries it answered (%s at %.0f/s)", ourNet.Round(time.Millisecond), w.server, w.achieved())
+		if len(control) == len(ours) {
+			_, ctlNet := control[len(control)-1].cpuPer1000()
+			p(", the control without multicluster %s: multicluster's share is %s per 1,000 updates, %.0f%% of a CPU at %d updates/s",
+				ctlNet.Round(time.Millisecond), (ourNet - ctlNet).Round(time.Millisecond), 100*float64(ourNet-ctlNet)/float64(time.Second), churnScaleRate)
+		}
+		p("; coredns as a whole would use %.0f%% of a CPU at %d updates/s.\n\n", 100*float64(ourNet)/float64(time.Second), churnScaleRate)
+	}
 	if w.serialSamples > 0 {
 		p("The SOA serial, asked every %s during churn, took %d distinct values in %s of churn at %.0f updates/s (changes coalesce: at most one a second), and was never more than %d s ahead of the clock (%s).\n\n",
 			serialEvery, w.serials, w.took.Round(time.Second), w.achieved(), max(0, w.serialAhead), verdict(1, float64(w.serialAhead)))
@@ -1028,6 +1149,14 @@ func (r *results) writeScaleChurn(p func(string, ...any)) {
 	if c.profileTop != "" {
 		p("CPU profile of coredns during the %s/s churn window (lookups and probes beside it):\n\n```\n%s\n```\n\n", c.profileRate, c.profileTop)
 	}
+}
+
+// perUpdate is d per update.
+func perUpdate(d time.Duration, updates int) time.Duration {
+	if updates == 0 {
+		return 0
+	}
+	return d / time.Duration(updates)
 }
 
 // perSecond is d per second of window.
@@ -1049,7 +1178,7 @@ func ratio(a, b time.Duration) float64 {
 // own, with no measurement of the steps, and runs the churn phase alone
 // (-scale-churn-only).
 func (b *bench) scaleChurnOnly(ctx context.Context) error {
-	sizes, err := scaleSizesFor(b.cfg.scaleSize)
+	sizes, err := churnSizesFor(b.cfg.scaleSize)
 	if err != nil {
 		return err
 	}
