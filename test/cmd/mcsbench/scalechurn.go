@@ -1126,7 +1126,7 @@ func (r *results) writeScaleChurn(p func(string, ...any)) {
 		p("The control without multicluster, under the same churn: cluster.local p99 %.2fx its idle one; coredns-mcs's ratio over the control's, the plugin's share: %.2f. ",
 			ratio(cw.churn["local"].p99, cw.idle["local"].p99), lr/max(ratio(cw.churn["local"].p99, cw.idle["local"].p99), 1e-9))
 	}
-	p("The largest rate acknowledged was %.0f/s (asked %d/s).\n\n", best.achieved(), best.rate)
+	p("The largest rate acknowledged was %.0f/s (asked %d/s, %s).\n\n", best.achieved(), best.rate, best.server)
 	// What 1,000 updates a second would take, from the costs measured.
 	if best.updates > 0 && best.apiCPU > 0 {
 		apiPer := best.apiCPU / time.Duration(best.updates)
