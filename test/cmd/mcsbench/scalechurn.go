@@ -1134,7 +1134,12 @@ func (r *results) writeScaleChurn(p func(string, ...any)) {
 		apiPer := best.apiCPU / time.Duration(best.updates)
 		p("Extrapolation: kube-apiserver and etcd used %s of CPU per acknowledged update (at %.0f/s), so %d updates/s take %.1f CPUs for them alone; ",
 			us(apiPer), best.achieved(), churnScaleRate, float64(apiPer*churnScaleRate)/float64(time.Second))
-		p("pinned, they have one CPU, shared with the writers, the lookup client and the machine's other work, which is why the rate acknowledged stops where it does, and why propagation, which includes the API server's delivery of the watch event, grows once updates queue there. ")
+		if c.pinned {
+			p("pinned, they have one CPU, shared with the writers, the lookup client and the machine's other work, ")
+		} else {
+			p("unpinned, they share the machine's CPUs with coredns, the writers, the lookup client and the machine's other work, ")
+		}
+		p("which is why the rate acknowledged stops where it does, and why propagation, which includes the API server's delivery of the watch event, grows once updates queue there. ")
 		_, ourNet := w.cpuPer1000()
 		p("coredns used %s of CPU per 1,000 updates net of the queries it answered (%s at %.0f/s)", ourNet.Round(time.Millisecond), w.server, w.achieved())
 		if len(control) == len(ours) {
