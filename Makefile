@@ -105,7 +105,11 @@ run: build kubectl-mcs ## a local API server with example objects (builds kube-a
 # runs last, on an API server of its own: BENCH_SCALE sizes its ClusterSet
 # (full, the default: 100,000 imports and 1,000,000 endpoints; medium; small,
 # the smoke test's), and BENCH_FLAGS=-scale-only runs it alone, writing only
-# that section of BENCHMARKS.md.
+# that section of BENCHMARKS.md. Its churn phase (endpoints of headless
+# imports rolled at up to 1,000 slice updates/s) runs alone with
+# BENCH_FLAGS=-scale-churn-only, writing only its "Churn at scale"
+# subsection; BENCH_SCALE=churn gives it the medium size's endpoints beside
+# 10,000 imports.
 bench: build ## performance against a real API server: toll, clusterset QPS against the peers, memory, propagation, start-up; writes BENCHMARKS.md
 	$(GO) build -o build/mcsbench ./test/cmd/mcsbench
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w' -o build/coredns-stock github.com/coredns/coredns

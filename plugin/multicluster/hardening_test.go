@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/test"
@@ -262,12 +263,17 @@ func TestTransferWithoutTransferPluginRefused(t *testing.T) {
 	}
 }
 
-// The serial moves on every change, two in one second included, and when a
-// derived Service changes; a change that changes nothing leaves it.
+// The serial moves for every change a hand-out of it has not seen: at
+// once in a later second, at the next second when changes come within the
+// serial's own second (they share that bump), and when a derived Service
+// changes; a change that changes nothing leaves it.
 func TestSerialMovesOnEveryChange(t *testing.T) {
 	local := newFakeCluster()
 	local.add("default", "derived-serve", core.ServiceTypeClusterIP, true, "10.96.5.5")
 	m, _ := newTestPlugin(t, []importDef{{ns: "default", name: "serve", typ: "ClusterSetIP", derived: "derived-serve"}}, local)
+	clock := &fakeSeconds{}
+	clock.set(time.Now().Unix() + 10)
+	m.index.serial.now = clock.now
 	last := m.serial()
 	step := func(what string, change func(), moves bool) {
 		t.Helper()
@@ -276,17 +282,25 @@ func TestSerialMovesOnEveryChange(t *testing.T) {
 		if moved := serialBefore(last, now); moved != moves {
 			t.Errorf("%s: serial %d -> %d, moved %v, want %v", what, last, now, moved, moves)
 		}
+		if int64(now) > clock.now() {
+			t.Errorf("%s: serial %d ahead of the clock %d", what, now, clock.now())
+		}
 		last = now
 	}
-	for i := range 5 { // within one second
-		ip := []string{"10.42.0.1", "10.42.0.2"}[i%2]
-		step("spec.ips "+ip, func() {
+	setIP := func(ip string) func() {
+		return func() {
 			spec, _, _ := newImportSpec(importDef{ns: "default", name: "other", typ: "ClusterSetIP", ips: []string{ip}}.fields())
 			m.sources.setImport(spec)
-		}, true)
+		}
 	}
-	step("nothing", func() {}, false)
+	step("spec.ips 10.42.0.1, in a later second", setIP("10.42.0.1"), true)
+	for i := range 5 { // within that second: they wait for the next
+		step("spec.ips, within the second", setIP([]string{"10.42.0.2", "10.42.0.1"}[i%2]), false)
+	}
+	step("the next second", func() { clock.add(1) }, true)
+	step("nothing", func() { clock.add(1) }, false)
 	step("the derived Service's ClusterIP", func() {
+		clock.add(1)
 		local.add("default", "derived-serve", core.ServiceTypeClusterIP, true, "10.96.5.6")
 	}, true)
 	step("read again", func() {}, false)

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // serviceKey names a service in the cluster set.
@@ -220,7 +219,7 @@ func newIndex() *index {
 		reverse:    make(map[netip.Addr][]ptrRef),
 		derivedBy:  make(map[serviceKey][]serviceKey),
 	}
-	x.serial.tick()
+	x.serial.start()
 	return x
 }
 
@@ -525,29 +524,5 @@ func (x *index) applyOneLocked(c reverseChange) {
 		delete(x.reverse, c.addr)
 	default:
 		x.reverse[c.addr] = slices.Delete(slices.Clone(old), i, i+1)
-	}
-}
-
-// serialClock is the SOA serial: the Unix time of the last change, or one
-// past the serial before when two changes fall in one second, so that every
-// change has a serial of its own and serials never go back.
-type serialClock struct{ v atomic.Uint32 }
-
-// Load returns the current serial.
-func (c *serialClock) Load() uint32 { return c.v.Load() }
-
-// tick moves the serial on: to now, or to one past the last, whichever is
-// later in serial number arithmetic (RFC 1982).
-func (c *serialClock) tick() {
-	now := uint32(time.Now().Unix()) // #nosec G115 -- Unix time as SOA serial, as the kubernetes plugin does
-	for {
-		last := c.v.Load()
-		next := now
-		if !serialBefore(last, now) {
-			next = last + 1
-		}
-		if c.v.CompareAndSwap(last, next) {
-			return
-		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -312,6 +313,21 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 	// host.cluster.svc.ns.svc.ZONE: what a host name leaves room for.
 	room := maxNameLength - (len(cluster) + 1 + len(svc) + 1 + len(es.Namespace) + len(".svc.") + longestZone) - 1
 	family := es.AddressType
+	// Every address and every name made from an address is written into
+	// one block of the slice's own: a slice of n endpoints costs a few
+	// allocations, not several per endpoint, which an informer converting
+	// a rolling update's every event pays for.
+	addrs, width := 0, net.IPv6len
+	for _, e := range es.Endpoints {
+		addrs += len(e.Addresses)
+	}
+	if family == discovery.AddressTypeIPv4 {
+		width = net.IPv4len
+	}
+	s.endpoints = make([]endpoint, 0, addrs)
+	packed := make([]byte, 0, addrs*width)
+	var dashed []byte // the names made from addresses, one after the other
+	var dashedEnds []int
 	for _, e := range es.Endpoints {
 		if e.Conditions.Ready != nil && !*e.Conditions.Ready {
 			continue
@@ -325,35 +341,65 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 			}
 		}
 		for _, a := range e.Addresses {
-			ip := net.ParseIP(a)
-			if ip == nil {
+			// As net.ParseIP: no zone.
+			addr, perr := netip.ParseAddr(a)
+			if perr != nil || addr.Zone() != "" {
 				problems = append(problems, fmt.Sprintf("endpoint address %q is not an IP address; skipped", a))
 				continue
 			}
-			if why := specialIP(ip); why != "" {
+			ip16 := addr.As16()
+			if why := specialIP(ip16[:]); why != "" {
 				problems = append(problems, fmt.Sprintf("endpoint address %s is %s; skipped", a, why))
 				continue
 			}
-			v6 := ip.To4() == nil
+			v6 := !addr.Unmap().Is4()
 			if (family == discovery.AddressTypeIPv4 && v6) || (family == discovery.AddressTypeIPv6 && !v6) {
 				problems = append(problems, fmt.Sprintf("endpoint address %s does not match addressType %s; skipped", a, family))
 				continue
 			}
+			raw := ip16[:]
 			if !v6 {
-				ip = ip.To4()
+				raw = ip16[12:]
 			}
-			host := ""
+			if cap(packed)-len(packed) < len(raw) {
+				// More than the family foresaw (no addressType): a block
+				// of its own, the ones before stay where they are.
+				packed = make([]byte, 0, (addrs-len(s.endpoints))*net.IPv6len)
+			}
+			packed = append(packed, raw...)
+			ip := net.IP(packed[len(packed)-len(raw) : len(packed) : len(packed)])
+			host, fromAddress := "", false
 			if cluster != "" {
 				host = hostname
+				n := len(host)
 				if host == "" {
-					host = dashedIP(a)
+					n, fromAddress = len(a), true
 				}
-				if len(host) > room {
-					problems = append(problems, fmt.Sprintf("endpoint %s: the name %s.%s.svc.%s.svc.<zone> would exceed 255 octets; it answers for the service's name only", a, host, cluster, es.Namespace))
-					host = ""
+				if n > room {
+					name := host
+					if fromAddress {
+						name = dashedIP(a)
+					}
+					problems = append(problems, fmt.Sprintf("endpoint %s: the name %s.%s.svc.%s.svc.<zone> would exceed 255 octets; it answers for the service's name only", a, name, cluster, es.Namespace))
+					host, fromAddress = "", false
 				}
 			}
+			if fromAddress {
+				dashed = appendDashed(dashed, a)
+				dashedEnds = append(dashedEnds, len(dashed))
+			} else {
+				dashedEnds = append(dashedEnds, -1)
+			}
 			s.endpoints = append(s.endpoints, endpoint{host: host, cluster: cluster, ip: ip, v6: v6})
+		}
+	}
+	if len(dashed) > 0 {
+		names, start := string(dashed), 0
+		for i, end := range dashedEnds {
+			if end >= 0 {
+				s.endpoints[i].host = names[start:end]
+				start = end
+			}
 		}
 	}
 	slices.SortFunc(s.endpoints, func(a, b endpoint) int {
@@ -361,7 +407,6 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 	})
 	// An address listed twice under one name answers once.
 	s.endpoints = slices.CompactFunc(s.endpoints, func(a, b endpoint) bool { return a.host == b.host && a.ip.Equal(b.ip) })
-	packEndpointIPs(s.endpoints)
 	for _, e := range s.endpoints {
 		if e.host == "" {
 			s.anonymous++
@@ -373,6 +418,21 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 		}
 	}
 	return s, problems, nil
+}
+
+// appendDashed appends dashedIP(ip) to b.
+func appendDashed(b []byte, ip string) []byte {
+	for i := range len(ip) {
+		switch c := ip[i]; {
+		case c == '.' || c == ':':
+			b = append(b, '-')
+		case 'A' <= c && c <= 'Z':
+			b = append(b, c+'a'-'A')
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
 }
 
 // dashedIP names an endpoint without a hostname after its address, as the

@@ -140,19 +140,6 @@ func packIPs(ips []net.IP) []net.IP {
 	return out
 }
 
-// packEndpointIPs puts the addresses of eps in one array, as packIPs.
-func packEndpointIPs(eps []endpoint) {
-	n := 0
-	for _, e := range eps {
-		n += len(e.ip)
-	}
-	packed := make([]byte, 0, n)
-	for i := range eps {
-		packed = append(packed, eps[i].ip...)
-		eps[i].ip = packed[len(packed)-len(eps[i].ip) : len(packed) : len(packed)]
-	}
-}
-
 func ipBytes(ips []net.IP) int {
 	n := 0
 	for _, ip := range ips {

@@ -66,6 +66,7 @@ func (r *results) writeChurn(p func(string, ...any)) {
 			p("| %d | %d | %s | %.0f |\n", n, n/100, time.Duration(ns).Round(100*time.Nanosecond), allocs)
 		}
 	}
+	r.writeSerialTick(p, ours)
 	p("\nLookups of a cluster.local name of a local Service (passed on, as nearly every query of a cluster is), one after the other, with and without a rolling update of a 10k-endpoint import in 100 slices beside them, one slice event a millisecond, on every CPU (`BenchmarkLookupDuringChurn`, 200 000 lookups per op, median of the counts):\n\n")
 	p("| | p99 | p99.9 | max | slice events during the lookups |\n|---|---|---|---|---|\n")
 	get := func(churn bool, unit string) (float64, bool) {
@@ -93,5 +94,32 @@ func (r *results) writeChurn(p func(string, ...any)) {
 			(churnRatioTarget-1)*100, b99/a99, b999/a999, verdict(churnRatioTarget, b99/a99), verdict(churnRatioTarget, b999/a999),
 			churnMaxTarget, time.Duration(bmax), verdict(float64(churnMaxTarget), bmax))
 		p("A maximum on a shared machine includes the scheduler's and the garbage collector's pauses, which no lock of the plugin causes; the Load average section says how busy the machine was.\n\n")
+	}
+}
+
+// writeSerialTick reports BenchmarkSerialTick: the SOA serial's share of
+// one change, coalesced, against the former serial that moved on every
+// change.
+func (r *results) writeSerialTick(p func(string, ...any), ours *goBench) {
+	rows := []struct{ name, label string }{
+		{"handed=every-1", "handed out after every change"},
+		{"handed=every-100", "handed out every 100 changes"},
+		{"handed=never", "never handed out"},
+	}
+	var lines []string
+	for _, row := range rows {
+		c, ok1 := ours.metricOf("BenchmarkSerialTick/coalesced/"+row.name, "ns/op")
+		o, ok2 := ours.metricOf("BenchmarkSerialTick/per-change/"+row.name, "ns/op")
+		if ok1 && ok2 {
+			lines = append(lines, fmt.Sprintf("| %s | %.1f ns | %.1f ns |\n", row.label, c, o))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	p("\nThe SOA serial's share of one change (`BenchmarkSerialTick`, median of the counts): coalesced, a change the serial was not handed out before costs one atomic load; the former serial read the clock and moved on every change:\n\n")
+	p("| serial | coalesced | moved on every change (before) |\n|---|---|---|\n")
+	for _, l := range lines {
+		p("%s", l)
 	}
 }

@@ -70,6 +70,7 @@ type config struct {
 	scale       bool
 	scaleOnly   bool
 	scaleSize   string
+	churnOnly   bool
 }
 
 func main() {
@@ -103,6 +104,7 @@ func run() error {
 	flag.BoolVar(&c.outageOnly, "outage-only", false, "measure only the cluster DNS with kubectl mcs front's configuration while the standalone server is away, and no Go benchmarks")
 	flag.BoolVar(&c.scale, "scale", true, "measure the scale section (a synthetic ClusterSet on an API server of its own) after everything else")
 	flag.BoolVar(&c.scaleOnly, "scale-only", false, "measure only the scale section, and write it into -out in place of the Scale section there")
+	flag.BoolVar(&c.churnOnly, "scale-churn-only", false, "measure only the scale section's churn phase, on the last step's ClusterSet (or with -scale-size churn on the medium size's endpoints beside 10,000 imports), and write it into -out in place of its \"Churn at scale\" subsection")
 	flag.StringVar(&c.scaleSize, "scale-size", "full", "the scale section's ClusterSet: full (10k, 100k imports; 100k, 1M endpoints), medium (10k, 100k imports; 20k, 100k endpoints) or small (a smoke test)")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -127,7 +129,7 @@ func run() error {
 		}
 	}
 	for _, tool := range []string{"dnsperf", "taskset"} {
-		if c.scaleOnly {
+		if c.scaleOnly || c.churnOnly {
 			break // the scale section asks with its own client
 		}
 		if _, err := exec.LookPath(tool); err != nil {
@@ -137,7 +139,9 @@ func run() error {
 	if _, err := os.Stat(c.coredns); err != nil {
 		return fmt.Errorf("coredns binary: %w (run make build)", err)
 	}
-	if _, err := scaleSizesFor(c.scaleSize); err != nil {
+	if _, err := scaleSizesFor(c.scaleSize); err != nil && !c.churnOnly {
+		return err
+	} else if _, err := churnSizesFor(c.scaleSize); err != nil {
 		return err
 	}
 
@@ -165,7 +169,17 @@ func run() error {
 		out += ".failed"
 	}
 	report := b.res.markdown()
-	if c.scaleOnly && runErr == nil {
+	if c.churnOnly && runErr == nil {
+		old, err := os.ReadFile(out)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		var sub strings.Builder
+		b.res.writeScaleChurn(func(format string, args ...any) { fmt.Fprintf(&sub, format, args...) })
+		if len(old) > 0 {
+			report = spliceSubsection(string(old), "Churn at scale", sub.String())
+		}
+	} else if c.scaleOnly && runErr == nil {
 		// The other sections stay as the last whole run wrote them.
 		old, err := os.ReadFile(out)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -206,6 +220,9 @@ func (b *bench) run(ctx context.Context) error {
 	defer os.RemoveAll(b.dir)
 	b.loads = startLoadSampler(5 * time.Second)
 	b.res.machine = readMachine(b.cfg.coredns, b.cfg.stock)
+	if b.cfg.churnOnly {
+		return b.scaleChurnOnly(ctx)
+	}
 	if b.cfg.scaleOnly {
 		return b.scaleRun(ctx)
 	}

@@ -110,6 +110,7 @@ type scaleResults struct {
 	replicas          []replicaRow
 	spikeFirstFail    string
 	note              string
+	churn             *scaleChurn // scalechurn.go
 }
 
 // scaleRun builds the ClusterSet on an API server of its own, measures, and
@@ -202,6 +203,11 @@ func (b *bench) scaleRun(ctx context.Context) error {
 		step.perEndpoint = float64(int64(step.heap)-int64(lastHeap)) / float64(sizes.endpoints[i]-endpoints)
 		lastHeap, endpoints = step.heap, sizes.endpoints[i]
 		res.steps = append(res.steps, step)
+	}
+
+	// Churn (scalechurn.go).
+	if err := b.scaleChurnRun(ctx, cp.Kubeconfig, c, imports, endpoints); err != nil {
+		return err
 	}
 
 	// The relist spike, with stock CoreDNS beside ours on its own objects:
@@ -623,6 +629,7 @@ func (r *results) writeScale(p func(string, ...any)) {
 		}
 		p("\n")
 	}
+	r.writeScaleChurn(p)
 	if len(s.spike) > 0 {
 		p("### Relist spike\n\n")
 		p("Under the last step's ClusterSet, with as many more headless Services in `%s` as there are imports, kube-apiserver is stopped and started again, twice. ", nsScaleStock)

@@ -59,9 +59,21 @@ func TestScaleSmall(t *testing.T) {
 	if s.spikeQueries == 0 || s.spikeFailures != 0 {
 		t.Errorf("during the API server's restart: %d lookups, %d wrong (first: %s)", s.spikeQueries, s.spikeFailures, s.spikeFirstFail)
 	}
+	if ch := s.churn; ch == nil || len(ch.windows) == 0 {
+		t.Fatalf("churn: %+v, measured nothing", ch)
+	} else if w := ch.windows[0]; w.updates == 0 || len(w.propagation) == 0 || w.idleN == 0 || w.churnN == 0 || w.churn["local"].p99 == 0 || w.churn["clusterset"].p99 == 0 {
+		t.Errorf("churn window measured nothing: %d updates (%d errors, first %q), %d propagation probes, %d idle and %d churn lookups",
+			w.updates, w.errors, w.firstErr, len(w.propagation), w.idleN, w.churnN)
+	} else if w.serialSamples == 0 || w.serialAhead > 1 || w.serials > int(w.took.Seconds())+2 {
+		// Coalesced: at most one serial a second, never ahead of the clock.
+		t.Errorf("SOA serial: %d distinct in %d samples over %s of %d updates, at most %d s ahead of the clock", w.serials, w.serialSamples, w.took, w.updates, w.serialAhead)
+	}
+	if n := len(s.churn.windows); n != 2 || s.churn.windows[1].server != "without multicluster" || s.churn.windows[1].churn["local"].p99 == 0 {
+		t.Errorf("churn: %d windows, want ours and the control's", n)
+	}
 	var out strings.Builder
 	b.res.writeScale(func(format string, args ...any) { fmt.Fprintf(&out, format, args...) })
-	for _, want := range []string{"## Scale", "### Relist spike", "| 1000 | 20 | 2000 ", "### The API server's side"} {
+	for _, want := range []string{"## Scale", "### Relist spike", "| 1000 | 20 | 2000 ", "### The API server's side", "### Churn at scale"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the section lacks %q:\n%s", want, out.String())
 		}
@@ -77,5 +89,47 @@ func TestSpliceSection(t *testing.T) {
 	}
 	if twice := spliceSection(once, "## Scale\n\nsecond\n\n"); twice != strings.Replace(once, "first", "second", 1) {
 		t.Errorf("replaced:\n%s", twice)
+	}
+}
+
+func TestSpliceSubsection(t *testing.T) {
+	doc := "# B\n\n## Scale\n\ns\n\n### Relist spike\n\nr\n\n## Load average by phase\n\nl\n"
+	once := spliceSubsection(doc, "Churn at scale", "### Churn at scale\n\nfirst\n\n")
+	if want := "# B\n\n## Scale\n\ns\n\n### Churn at scale\n\nfirst\n\n### Relist spike\n\nr\n\n## Load average by phase\n\nl\n"; once != want {
+		t.Errorf("added:\n%s\nwant\n%s", once, want)
+	}
+	if twice := spliceSubsection(once, "Churn at scale", "### Churn at scale\n\nsecond\n\n"); twice != strings.Replace(once, "first", "second", 1) {
+		t.Errorf("replaced:\n%s", twice)
+	}
+	last := "# B\n\n## Scale\n\ns\n\n### Churn at scale\n\nfirst\n"
+	if got := spliceSubsection(last, "Churn at scale", "### Churn at scale\n\nsecond\n"); got != strings.Replace(last, "first", "second", 1) {
+		t.Errorf("replaced at the end:\n%s", got)
+	}
+}
+
+func TestCoprimeStride(t *testing.T) {
+	for _, n := range []int{1, 2, 7, 50, 100, 2500, 25000} {
+		s := coprimeStride(n)
+		seen := make([]bool, n)
+		for i := range n {
+			seen[(i*s)%n] = true
+		}
+		for i, ok := range seen {
+			if !ok {
+				t.Fatalf("n=%d stride %d misses %d", n, s, i)
+			}
+		}
+	}
+}
+
+func TestWriteSerialTick(t *testing.T) {
+	g := &goBench{lines: []string{
+		"BenchmarkSerialTick/coalesced/handed=every-100-2         	296734568	         4.159 ns/op",
+		"BenchmarkSerialTick/per-change/handed=every-100-2        	14135378	        86.52 ns/op",
+	}}
+	var out strings.Builder
+	(&results{}).writeSerialTick(func(format string, args ...any) { fmt.Fprintf(&out, format, args...) }, g)
+	if want := "| handed out every 100 changes | 4.2 ns | 86.5 ns |\n"; !strings.Contains(out.String(), want) || strings.Contains(out.String(), "never") {
+		t.Errorf("rendered:\n%s\nwant the row %q alone", out.String(), want)
 	}
 }

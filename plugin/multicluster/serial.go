@@ -1,0 +1,93 @@
+package multicluster
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// serialClock is the zones' SOA serial, a Unix time in seconds. Changes
+// coalesce: all the changes made while no one has been handed the serial
+// share it, so that a thousand slice updates a second move it by at most one
+// a second, and it never runs ahead of the clock (unless the clock itself
+// goes back: the serial never does, RFC 1982).
+//
+// A change made after the serial was handed out (an SOA in an answer, a
+// zone transfer) still gets a newer one: in a later second, the first change
+// after a hand-out moves the serial to that second at once; within the same
+// second it marks the serial stale, and the next hand-out from the following
+// second on moves it to the clock. So a secondary told serial s before a
+// change is given a newer serial within a second of it, and the serial moves
+// no more than once a second however fast things change.
+type serialClock struct {
+	// v is the serial in its upper 32 bits, and the flags below.
+	v atomic.Uint64
+	// now returns the Unix time in seconds; nil is the system clock. Set
+	// before the clock is shared.
+	now func() int64
+}
+
+const (
+	serialHanded = 1 << iota // the serial has been handed out
+	serialStale              // and something changed since: the next hand-out in a later second moves it
+	serialFlags  = serialHanded | serialStale
+)
+
+func packSerial(s uint32, flags uint64) uint64 { return uint64(s)<<32 | flags }
+
+func (c *serialClock) clock() uint32 {
+	if c.now != nil {
+		return uint32(c.now()) // #nosec G115 -- Unix time as SOA serial, as the kubernetes plugin does
+	}
+	return uint32(time.Now().Unix()) // #nosec G115 -- as above
+}
+
+// start sets the serial to the clock, not yet handed out.
+func (c *serialClock) start() { c.v.Store(packSerial(c.clock(), 0)) }
+
+// tick records a change. A change nobody has been told the serial before
+// costs one atomic load: the serial not handed out covers it.
+func (c *serialClock) tick() {
+	for {
+		old := c.v.Load()
+		if old&serialFlags != serialHanded {
+			return // not handed out yet, or already stale
+		}
+		s, now := uint32(old>>32), c.clock()
+		next := packSerial(s, serialFlags)
+		if serialBefore(s, now) {
+			next = packSerial(now, 0)
+		}
+		if c.v.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// Load hands out the serial: the one to put in an SOA or a transfer.
+func (c *serialClock) Load() uint32 {
+	for {
+		old := c.v.Load()
+		s := uint32(old >> 32)
+		next := packSerial(s, serialHanded)
+		switch old & serialFlags {
+		case serialHanded:
+			return s // the common case: no change since it was last handed out
+		case serialFlags:
+			now := c.clock()
+			switch {
+			case now == s:
+				// Changed within the second of the serial: the next
+				// second's first hand-out moves it.
+				return s
+			case serialBefore(s, now):
+				next = packSerial(now, serialHanded)
+			default:
+				// The clock went back: one past, never back.
+				next = packSerial(s+1, serialHanded)
+			}
+		}
+		if c.v.CompareAndSwap(old, next) {
+			return uint32(next >> 32)
+		}
+	}
+}
