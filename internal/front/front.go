@@ -51,21 +51,13 @@ const (
 	DefaultStandInPort = 5301
 	// DefaultReadTimeout is how long the front waits for the standalone
 	// server before it asks the stand-in. The standalone server answers
-	// from memory, a network hop away (about a millisecond), but a busy
-	// node stalls it now and then: a pod at its CPU limit is throttled for
-	// the rest of the kernel's 100 ms CFS period, and the scheduler and the
-	// garbage collector pause it too. Each answer the front gives up on is
-	// an import name held NXDOMAIN for the stand-in's negative TTL, so the
-	// timeout stays above such stalls. While the standalone server hangs,
-	// every name the front forwards costs this much until the health checks
-	// mark it down: it bounds the latency a hang adds.
-	DefaultReadTimeout = 250 * time.Millisecond
+	// from memory, a network hop away (about a millisecond); while it hangs,
+	// every name the front forwards costs this much until the health
+	// checks mark it down, so it bounds the latency a hang adds.
+	DefaultReadTimeout = 20 * time.Millisecond
 	// StandInTTL is the negative TTL (SOA minimum) of the stand-in's
 	// NXDOMAIN: short, so that an import name is not held unknown for long
-	// once the standalone server is back; no shorter than the cache
-	// plugin's least negative TTL (5 s, dnsutil.MinimalDefaultTTL in
-	// plugin/pkg/dnsutil/ttl.go), which the front's cache would hold it
-	// for anyway.
+	// once the standalone server is back.
 	StandInTTL = 5
 )
 

@@ -70,7 +70,7 @@ func TestServers(t *testing.T) {
 	}
 	corefile := Corefile(servers)
 	for _, want := range []string{
-		"forward . 10.96.143.7 127.0.0.1:5301 {\n        policy sequential\n        max_fails 1\n        health_check 0.5s domain clusterset.local.\n        read_timeout 250ms\n    }",
+		"forward . 10.96.143.7 127.0.0.1:5301 {\n        policy sequential\n        max_fails 1\n        health_check 0.5s domain clusterset.local.\n        read_timeout 20ms\n    }",
 		"kubernetes cluster.local {\n        pods insecure\n        ttl 30\n        fallthrough cluster.local\n    }",
 		"    bind 127.0.0.1\n",
 		"rcode NXDOMAIN",

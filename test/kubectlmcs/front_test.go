@@ -146,7 +146,7 @@ func TestFrontPerPlatform(t *testing.T) {
 		}
 		p.expectForwarding(t, "the applied Corefile", applied)
 		// kubeadm's CoreDNS has forward's read_timeout (1.14.5 on).
-		if !strings.Contains(out, "# CoreDNS version: "+front.KubeadmCoreDNSVersion+" (image ") || strings.Count(applied, "read_timeout 250ms") != 3 {
+		if !strings.Contains(out, "# CoreDNS version: "+front.KubeadmCoreDNSVersion+" (image ") || strings.Count(applied, "read_timeout 20ms") != 3 {
 			t.Errorf("CoreDNS %s, read from its image, takes read_timeout:\n%s\n%s", front.KubeadmCoreDNSVersion, out, applied)
 		}
 		// kubeadm's stanza options, read from the cluster's Corefile.

@@ -60,7 +60,7 @@ func TestMain(m *testing.M) {
 // of every process its tests start: links, compression, signing, emulation
 // and vulnerability analysis take whole cores for minutes, while `make test`
 // runs packages side by side whose servers must answer within milliseconds
-// (the standalone front's read timeout). Linux keeps a nice value per
+// (the standalone front's 20 ms read timeout). Linux keeps a nice value per
 // thread, and a new thread or child takes its creator's: every thread is
 // set. It only ever lowers priority, which needs no privilege.
 func yieldCPU() {
