@@ -19,7 +19,8 @@
 //     server refuses, or does not answer within the read timeout, forward
 //     asks the stand-in in the same query; after two failed health checks
 //     (about two seconds) it skips the standalone server until one succeeds.
-//     Import names answer NXDOMAIN meanwhile, with a 5 s negative TTL:
+//     Import names answer NXDOMAIN meanwhile, with a TTL of 0 that no cache
+//     holds, so they answer again as soon as the standalone server does:
 //     never a SERVFAIL, which stops musl's search-path walk (Alpine images).
 //
 // Servers builds those server blocks in the coredns Helm chart's form
@@ -55,10 +56,19 @@ const (
 	// every name the front forwards costs this much until the health
 	// checks mark it down, so it bounds the latency a hang adds.
 	DefaultReadTimeout = 20 * time.Millisecond
-	// StandInTTL is the negative TTL (SOA minimum) of the stand-in's
-	// NXDOMAIN: short, so that an import name is not held unknown for long
-	// once the standalone server is back.
-	StandInTTL = 5
+	// StandInTTL is the TTL (and SOA minimum) of the stand-in's NXDOMAIN:
+	// none, so that nobody holds it. The added blocks' caches keep no
+	// denial below its TTL (denial MINTTL 0; a response of TTL 0 is never
+	// stored: plugin/cache/cache.go, from CoreDNS 1.10.0 on), and clients
+	// do not reuse it: an import name the stand-in answered for, because
+	// coredns-mcs was away or late, answers again at the next query once it
+	// is back, instead of being held unknown for the cache's least negative
+	// TTL (5 s). Denials of coredns-mcs itself keep their TTL and are cached.
+	StandInTTL = 0
+	// denialCache is the added blocks' cache of denials: the cache plugin's
+	// default capacity (10000) and TTL cap (30, the blocks' cache TTL), and
+	// a least TTL of 0 instead of 5 s.
+	denialCache = "denial 10000 30 0"
 )
 
 // Options describe the cluster at hand.
@@ -292,16 +302,17 @@ func (o Options) Servers() ([]Server, error) {
 			prometheus,
 			forward,
 			// Local names keep the front's own caching (kubeadm's does not
-			// cache cluster.local); misses are cached, so a pod's search
-			// path costs the hop once per negative TTL.
-			{Name: "cache", Parameters: "30", ConfigBlock: "disable success " + o.ClusterDomain},
+			// cache cluster.local); misses of coredns-mcs are cached, so a
+			// pod's search path costs the hop once per negative TTL, and
+			// the stand-in's are not (StandInTTL).
+			{Name: "cache", Parameters: "30", ConfigBlock: "disable success " + o.ClusterDomain + "\n" + denialCache},
 		},
 	}}
 	for _, z := range append([]string{o.ClustersetZone}, reverse...) {
 		servers = append(servers, Server{
 			Zones:   []Zone{{z + "."}},
 			Port:    53,
-			Plugins: []Plugin{errorsPlugin, prometheus, forward, {Name: "cache", Parameters: "30"}},
+			Plugins: []Plugin{errorsPlugin, prometheus, forward, {Name: "cache", Parameters: "30", ConfigBlock: denialCache}},
 		})
 	}
 	standInZones := []Zone{{o.ClusterDomain + "."}, {o.ClustersetZone + "."}}

@@ -9,6 +9,8 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 
+	mcsfront "github.com/coredns-mcs/coredns-mcs/internal/front"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/outage"
 )
 
@@ -39,8 +41,8 @@ func checkOutage(t *testing.T, front, plain *server, standalone *standaloneServe
 	}
 	comesBack := func(what string) {
 		t.Helper()
-		// After the stand-in's NXDOMAIN (negative TTL 5 s in the front's
-		// cache) and a health check, the import answers again.
+		// After a health check (the stand-in's NXDOMAIN has a TTL of 0,
+		// which no cache holds), the import answers again.
 		expectAddresses(t, front, cfg.Import, dns.TypeA, 15*time.Second, cfg.ImportAddress)
 		t.Logf("%s: the import answers through the front again", what)
 	}
@@ -54,10 +56,26 @@ func checkOutage(t *testing.T, front, plain *server, standalone *standaloneServe
 	// of a second each: until then every forwarded name waits the read
 	// timeout before the stand-in answers.
 	hung := run("hung (SIGSTOP), from 3 s on", 3*time.Second, "hung (SIGSTOP), first 3 s")
+	// The stand-in's NXDOMAIN has a TTL of 0, and the front's cache keeps
+	// none of it: asked twice, the front answers with TTL 0 both times
+	// (a cached answer would carry the rest of its TTL).
+	for i := range 2 {
+		m := new(dns.Msg)
+		m.SetQuestion(cfg.Import, dns.TypeA)
+		r, err := harness.Ask("udp", front.addr, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Rcode != dns.RcodeNameError || len(r.Ns) != 1 || r.Ns[0].Header().Ttl != mcsfront.StandInTTL {
+			t.Errorf("hung, query %d: the front answers %s with %s, authority %v; want the stand-in's NXDOMAIN with TTL %d", i+1, cfg.Import, dns.RcodeToString[r.Rcode], r.Ns, mcsfront.StandInTTL)
+		}
+	}
 	if err := standalone.process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
+	resumed := time.Now()
 	comesBack("resumed")
+	t.Logf("resumed: the import answered through the front %.1fs after SIGCONT", time.Since(resumed).Seconds())
 	run("resumed", 0, "")
 	standalone.kill(t)
 	down := run("down (killed)", 0, "")[0]

@@ -255,8 +255,8 @@ func checkFront(t *testing.T, front, plain *server, standalone *standaloneServer
 
 	// Through the forward: import-only names, clusterset names, SRV, PTR.
 	// A standalone server slower than the front's read timeout (a starved
-	// machine) is answered for by the stand-in, NXDOMAIN for the stand-in's
-	// negative TTL: the answers are awaited past it.
+	// machine) is answered for by the stand-in, NXDOMAIN for that query
+	// (the stand-in's TTL is 0): the answers are awaited a few seconds.
 	within := time.Duration(mcsfront.StandInTTL+5) * time.Second
 	expectAddresses(t, front, "remote."+ns+".svc.cluster.local.", dns.TypeA, within, "10.42.5.1")
 	expectAddresses(t, front, "remote."+ns+".svc.clusterset.local.", dns.TypeA, within, "10.42.5.1")

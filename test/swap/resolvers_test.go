@@ -174,11 +174,12 @@ func (r *resolvers) waitUntil(at float64) {
 // all begun at uptime since or later, answered the import's address.
 func (r *resolvers) waitImportBack(since float64) {
 	r.s.t.Helper()
-	// The cluster DNS runs two pods, each with its own cache and its own
-	// view of the standalone server's health: a few answers in a row may
-	// all come from the one that has recovered, while the other still
-	// holds the stand-in's NXDOMAIN for its negative TTL. Answers in a row
-	// over longer than that TTL and a health check mean both are back.
+	// The cluster DNS runs two pods, each with its own view of the
+	// standalone server's health: a few answers in a row may all come
+	// from the one that has recovered, while the other still skips it
+	// until its next health check (or holds the stand-in's NXDOMAIN for
+	// its TTL, which is 0). Answers in a row over longer than that TTL
+	// and a health check mean both are back.
 	span := float64(front.StandInTTL) + 1
 	r.waitFor("import answering again", time.Minute, func(_ resolverClient, lines []resolution) bool {
 		first, last := -1.0, -1.0
