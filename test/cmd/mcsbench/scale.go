@@ -109,6 +109,7 @@ type scaleResults struct {
 	spikeGoMemLimit   uint64
 	replicas          []replicaRow
 	spikeFirstFail    string
+	expiry            *expiryResults
 	note              string
 }
 
@@ -211,7 +212,10 @@ func (b *bench) scaleRun(ctx context.Context) error {
 	if err := c.createServices(ctx, nsScaleStock, "svc", 0, imports, true); err != nil {
 		return err
 	}
-	return b.scaleSpike(ctx, cp, imports, endpoints)
+	if err := b.scaleSpike(ctx, cp, imports, endpoints); err != nil {
+		return err
+	}
+	return b.scaleExpiry(ctx, cp, c, imports, endpoints)
 }
 
 // scaleMeasure starts coredns on the ClusterSet as it is, and fills step
@@ -631,7 +635,11 @@ func (r *results) writeScale(p func(string, ...any)) {
 		p("VmRSS of each server is sampled every 20 ms from before the stop until it has settled after our coredns logged the API reachable again. ")
 		p("Meanwhile one client asks our coredns clusterset names of imports in a loop, each answer checked against the import's address.\n\n")
 		p("| server | objects | steady VmRSS (MiB) | peak VmRSS (MiB) | peak / steady | API answering again after | target |\n|---|---|---|---|---|---|---|\n")
-		for _, row := range s.spike {
+		rows := s.spike
+		if s.expiry != nil {
+			rows = append(rows[:len(rows):len(rows)], s.expiry.rows...)
+		}
+		for _, row := range rows {
 			ratio := float64(row.peak) / float64(row.steady)
 			target := "(the field's ratio)"
 			if strings.HasPrefix(row.server, "coredns-mcs") {
@@ -645,6 +653,7 @@ func (r *results) writeScale(p func(string, ...any)) {
 			p(" (first: %s)", s.spikeFirstFail)
 		}
 		p(".\n\n")
+		s.expiry.writeNote(p)
 	}
 	r.writeReplicas(p)
 	if s.note != "" {
