@@ -307,6 +307,18 @@ func (b *bench) scaleExpiry(ctx context.Context, cp *controlplane.ControlPlane, 
 	b.phase("scale: relist spike, watches expired")
 	res := &expiryResults{changed: min(100, imports/10)}
 	b.res.scale.expiry = res
+	// The imports changed go back to their addresses afterwards, which the
+	// rest of the section checks answers against.
+	defer func() {
+		err := c.parallel(ctx, 0, res.changed, func(ctx context.Context, n int) error {
+			p := fmt.Appendf(nil, `{"spec":{"ips":[%q]}}`, importIP(n))
+			_, err := c.mcs.MulticlusterV1beta1().ServiceImports(nsScaleImports).Patch(ctx, objectName("imp", n), types.MergePatchType, p, meta.PatchOptions{})
+			return err
+		})
+		if err != nil {
+			status("scale: restoring the changed imports: %v", err)
+		}
+	}()
 	if err := c.createExpiryObjects(ctx); err != nil {
 		return err
 	}
