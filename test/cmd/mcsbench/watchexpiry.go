@@ -67,6 +67,9 @@ type expiryResults struct {
 	changed                                int // imports whose address changed while the watches were down, per round
 	rounds                                 []expiryRound
 	goMemLimit                             uint64
+	// addresses holds the address of each import changed so far: a later
+	// round's servers start with it.
+	addresses map[int]string
 }
 
 // expiryRound is what one round observed.
@@ -83,6 +86,8 @@ type expiryRound struct {
 	// oursExpired counts the lines our coredns logged for an expired
 	// watch, by kind.
 	oursExpired map[string]int
+	// lookups of the round, wrong answers, and old answers after new ones.
+	queries, failures, backwards int
 }
 
 // apiProxy passes TCP connections on to kube-apiserver until cut.
@@ -305,7 +310,7 @@ func changedIP(n, r int) string {
 // times its steady VmRSS.
 func (b *bench) scaleExpiry(ctx context.Context, cp *controlplane.ControlPlane, c *cluster, imports, endpoints int) error {
 	b.phase("scale: relist spike, watches expired")
-	res := &expiryResults{changed: min(100, imports/10)}
+	res := &expiryResults{changed: min(100, imports/10), addresses: map[int]string{}}
 	b.res.scale.expiry = res
 	// The imports changed go back to their addresses afterwards, which the
 	// rest of the section checks answers against.
@@ -405,7 +410,7 @@ func (b *bench) expiryRound(ctx context.Context, c *cluster, proxy *apiProxy, se
 	// The addresses an import may answer: changed imports answer their old
 	// address until their new one, and never the old one after.
 	var mu sync.Mutex
-	current, previous, seenNew := map[int]string{}, map[int]string{}, map[int]bool{}
+	current, previous, seenNew := res.addresses, map[int]string{}, map[int]bool{}
 	address := func(n int) string {
 		if ip, ok := current[n]; ok {
 			return ip
@@ -479,6 +484,7 @@ func (b *bench) expiryRound(ctx context.Context, c *cluster, proxy *apiProxy, se
 	done := func(err error) ([]spikeRow, error) {
 		close(stop)
 		wg.Wait()
+		rec.queries, rec.failures, rec.backwards = int(queries.Load()), int(failures.Load()), int(backwards.Load())
 		res.queries += int(queries.Load())
 		res.failures += int(failures.Load())
 		res.timeouts += int(timeouts.Load())
@@ -645,7 +651,7 @@ func (e *expiryResults) writeNote(p func(string, ...any)) {
 	p("The rows \"watches expired\": kube-apiserver stays up; the servers reach it through a TCP proxy of the benchmark, which closes every connection and stops listening, so that each reflector, refused, retries its watch from the resourceVersion it last saw. ")
 	p("Meanwhile %d imports change address, and the benchmark changes objects of every kind the servers watch (ServiceImports, EndpointSlices, Services, Namespaces: an annotation of objects in `%s-0`), one write of each kind at once and more once that write is older than kube-apiserver's event freshness (75 s), ", e.changed, nsScaleExpiry)
 	p("until a watch of its own from the resourceVersion read after the break is answered 410 Gone for each kind: the watch cache no longer holds the events since then. Then the proxy listens again.\n\n")
-	p("| round | servers | writes until 410 Gone | connections down | new addresses all answered after | our coredns logged \"expired (410 Gone)\" |\n|---|---|---|---|---|---|\n")
+	p("| round | servers | writes until 410 Gone | connections down | new addresses all answered after | our coredns logged \"expired (410 Gone)\" | lookups: all / wrong / gone back |\n|---|---|---|---|---|---|---|\n")
 	for i, r := range e.rounds {
 		var writes, logged []string
 		for _, k := range []string{"serviceimports", "endpointslices", "services", "namespaces"} {
@@ -659,7 +665,8 @@ func (e *expiryResults) writeNote(p func(string, ...any)) {
 		if len(logged) == 0 {
 			logged = append(logged, "none")
 		}
-		p("| %d | %s | %s | %s | %s | %s |\n", i+1, r.servers, strings.Join(writes, ", "), r.down.Round(time.Second), ms(r.newAfter), strings.Join(logged, ", "))
+		p("| %d | %s | %s | %s | %s | %s | %d / %d / %d |\n", i+1, r.servers, strings.Join(writes, ", "), r.down.Round(time.Second), ms(r.newAfter), strings.Join(logged, ", "),
+			r.queries, r.failures, r.backwards)
 	}
 	p("\nLookups while the watches were down and relisting: %d; SERVFAIL, NXDOMAIN or an address neither the old nor the new: %d; an old address after the new one (data going backwards): %d; no reply within 500 ms: %d",
 		e.queries, e.failures, e.backwards, e.timeouts)
