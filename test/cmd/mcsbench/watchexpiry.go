@@ -31,18 +31,20 @@ import (
 // while the API server stays up. The servers reach kube-apiserver through
 // a TCP proxy of the benchmark; the proxy closes every connection and stops
 // listening, so that the reflectors, refused, keep retrying their watches
-// from the resourceVersion they last saw (client-go
-// tools/cache/reflector.go: a refused watch is retried, not relisted). The
+// from the resourceVersion they last saw (client-go v0.37.1
+// tools/cache/reflector.go, isWatchErrorRetriable: a refused watch is
+// retried, not relisted). The
 // benchmark then writes until kube-apiserver's watch cache no longer holds
 // the events since that resourceVersion, and listens again: each reflector's
 // watch is answered 410 Gone (reason Expired) and it lists every object
 // again.
 //
 // kube-apiserver keeps a resource's events in a ring (k8s.io/apiserver
-// pkg/storage/cacher/watch_cache_history.go) that grows while its oldest
-// event is younger than eventFreshDuration (DefaultEventFreshDuration in
-// cacher.go: the one-minute bookmark frequency plus 15 s) and otherwise
-// drops its oldest event for a new one; a watch from before the oldest
+// v0.37.1 pkg/storage/cacher/watch_cache_history.go, resizeCacheLocked):
+// once full, it grows while its oldest event is younger than
+// eventFreshDuration (DefaultEventFreshDuration in cacher.go: the one-minute
+// bookmark frequency plus 15 s), and otherwise drops its oldest event for a
+// new one; a watch from before the oldest
 // event held gets "too old resource version" (GetIntervalLocked). So one
 // write of each kind as the watches break, and writes again once that
 // write is older than eventFreshDuration, push it out: the benchmark checks
@@ -585,7 +587,7 @@ func (b *bench) expiryRound(ctx context.Context, c *cluster, proxy *apiProxy, se
 	back := time.Since(cut)
 	// The relist delivers the changes.
 	for n := range changed {
-		err := harnessWait(ctx, 5*time.Minute, func() error { return expectA(ours, scaleImportName(n, "clusterset"), changedIP(n, round)) })
+		err := eventuallyWithin(ctx, 5*time.Minute, func() error { return expectA(ours, scaleImportName(n, "clusterset"), changedIP(n, round)) })
 		if err != nil {
 			return done(fmt.Errorf("after the watches expired: %w", err))
 		}
@@ -605,22 +607,6 @@ func (b *bench) expiryRound(ctx context.Context, c *cluster, proxy *apiProxy, se
 	}
 	status("  our coredns logged expired watches: %v; new addresses served %s after the proxy listened again", rec.oursExpired, rec.newAfter.Round(time.Millisecond))
 	return rows, nil
-}
-
-// harnessWait retries check until it passes or within has passed.
-func harnessWait(ctx context.Context, within time.Duration, check func() error) error {
-	deadline := time.Now().Add(within)
-	for {
-		err := check()
-		if err == nil || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // expiredLines counts the plugin's log lines for an expired watch, by kind.
