@@ -3,6 +3,7 @@ package multicluster
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coredns/coredns/plugin/kubernetes/object"
@@ -125,7 +126,7 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 		// process runs); the RealFIFO's queue is a slice that is dropped
 		// once drained. slim thins each object as it is queued.
 		Queue:            cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: store, Transformer: slim}),
-		ListerWatcher:    cache.ToListWatcherWithWatchListSemantics(reporting(lw, onError, retry), listThenWatch{}),
+		ListerWatcher:    cache.ToListWatcherWithWatchListSemantics(reporting(kind, lw, onError, retry), listThenWatch{}),
 		ObjectType:       objType,
 		Process:          process,
 		FullResyncPeriod: 0,
@@ -180,16 +181,67 @@ func objectKey(o meta.Object) string {
 // minute between attempts, and the plugin must heal soon after the fix. A
 // refused watch after an allowed list so stays one degraded state, rather
 // than one that clears and returns with every attempt.
-func reporting(lw *cache.ListWatch, report func(error), retry time.Duration) *cache.ListWatch {
+//
+// Each watch is passed through expiryLogging, so that a watch the API server
+// ends with 410 Gone, after which the reflector lists everything again, is
+// logged with the kind of object.
+func reporting(kind string, lw *cache.ListWatch, report func(error), retry time.Duration) *cache.ListWatch {
 	list, watchFunc := lw.ListWithContextFunc, lw.WatchFuncWithContext
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o meta.ListOptions) (runtime.Object, error) {
 			return retryRefused(ctx, retry, report, func() (runtime.Object, error) { return list(ctx, o) })
 		},
 		WatchFuncWithContext: func(ctx context.Context, o meta.ListOptions) (watch.Interface, error) {
-			return retryRefused(ctx, retry, report, func() (watch.Interface, error) { return watchFunc(ctx, o) })
+			w, err := retryRefused(ctx, retry, report, func() (watch.Interface, error) { return watchFunc(ctx, o) })
+			if err != nil || w == nil {
+				return w, err
+			}
+			return expiryLogging(kind, w), nil
 		},
 	}
+}
+
+// expiredWatch passes on the events of a watch and logs the one that says
+// the resourceVersion it started from is gone (410 Gone, reason Expired):
+// the API server's watch cache no longer holds the events since then, as
+// after a watch was down longer than the cache keeps them, and the
+// reflector (client-go tools/cache/reflector.go, isExpiredError) lists
+// every object again. The log line is what tells a relist of that cause
+// from an ordinary watch restart.
+type expiredWatch struct {
+	in   watch.Interface
+	out  chan watch.Event
+	done chan struct{}
+	once sync.Once
+}
+
+func expiryLogging(kind string, in watch.Interface) watch.Interface {
+	w := &expiredWatch{in: in, out: make(chan watch.Event), done: make(chan struct{})}
+	go func() {
+		defer close(w.out)
+		for e := range in.ResultChan() {
+			if e.Type == watch.Error {
+				if err := apierrors.FromObject(e.Object); apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+					log.Infof("Watch of %s objects expired (410 Gone), listing them again: %v", kind, err)
+				}
+			}
+			select {
+			case w.out <- e:
+			case <-w.done:
+				return
+			}
+		}
+	}()
+	return w
+}
+
+func (w *expiredWatch) ResultChan() <-chan watch.Event { return w.out }
+
+func (w *expiredWatch) Stop() {
+	w.once.Do(func() {
+		close(w.done)
+		w.in.Stop()
+	})
 }
 
 // retryRefused calls f, and again while it is refused as Forbidden or

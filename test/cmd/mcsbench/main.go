@@ -661,7 +661,13 @@ func checkSameAnswers(ctx context.Context, ours *server, peers []*server, names 
 // eventually retries check for up to 30 seconds: the servers are ready once
 // their caches synced, but a just-created object may still be on its way.
 func eventually(ctx context.Context, check func() error) error {
-	deadline := time.Now().Add(30 * time.Second)
+	return eventuallyWithin(ctx, 30*time.Second, check)
+}
+
+// eventuallyWithin retries check every 100 ms until it passes or within
+// has passed, and returns its last error.
+func eventuallyWithin(ctx context.Context, within time.Duration, check func() error) error {
+	deadline := time.Now().Add(within)
 	for {
 		err := check()
 		if err == nil || time.Now().After(deadline) {

@@ -28,7 +28,8 @@ import (
 // steps (ClusterSetIP imports, then the EndpointSlices of headless imports
 // from up to scaleSizes.clusters source clusters), with coredns started
 // afresh at each step; then the relist spike, our coredns and stock CoreDNS
-// side by side while the API server restarts.
+// side by side while their watches expire (watchexpiry.go) and while the
+// API server restarts.
 
 const (
 	nsScaleImports  = "bench-scale-imports"  // ClusterSetIP imports (bench-* is in the Corefile's fallback scope)
@@ -109,6 +110,7 @@ type scaleResults struct {
 	spikeGoMemLimit   uint64
 	replicas          []replicaRow
 	spikeFirstFail    string
+	expiry            *expiryResults
 	note              string
 	churn             *scaleChurn // scalechurn.go
 }
@@ -215,6 +217,11 @@ func (b *bench) scaleRun(ctx context.Context) error {
 	b.phase("scale: relist spike")
 	status("scale: creating %d headless Services for stock CoreDNS", imports)
 	if err := c.createServices(ctx, nsScaleStock, "svc", 0, imports, true); err != nil {
+		return err
+	}
+	// The watches expire first: the restarts after them need not go right
+	// for their rows to be written.
+	if err := b.scaleExpiry(ctx, cp, c, imports, endpoints); err != nil {
 		return err
 	}
 	return b.scaleSpike(ctx, cp, imports, endpoints)
@@ -630,7 +637,7 @@ func (r *results) writeScale(p func(string, ...any)) {
 		p("\n")
 	}
 	r.writeScaleChurn(p)
-	if len(s.spike) > 0 {
+	if len(s.spike) > 0 || s.expiry != nil {
 		p("### Relist spike\n\n")
 		p("Under the last step's ClusterSet, with as many more headless Services in `%s` as there are imports, kube-apiserver is stopped and started again, twice. ", nsScaleStock)
 		p("First our coredns and stock CoreDNS (`build/coredns-stock`, the Corefile without *multicluster*) run side by side: stock CoreDNS's kubernetes plugin caches every Service and every EndpointSlice, those of imports included, as ours does beside *multicluster*. ")
@@ -638,7 +645,11 @@ func (r *results) writeScale(p func(string, ...any)) {
 		p("VmRSS of each server is sampled every 20 ms from before the stop until it has settled after our coredns logged the API reachable again. ")
 		p("Meanwhile one client asks our coredns clusterset names of imports in a loop, each answer checked against the import's address.\n\n")
 		p("| server | objects | steady VmRSS (MiB) | peak VmRSS (MiB) | peak / steady | API answering again after | target |\n|---|---|---|---|---|---|---|\n")
-		for _, row := range s.spike {
+		rows := s.spike
+		if s.expiry != nil {
+			rows = append(rows[:len(rows):len(rows)], s.expiry.rows...)
+		}
+		for _, row := range rows {
 			ratio := float64(row.peak) / float64(row.steady)
 			target := "(the field's ratio)"
 			if strings.HasPrefix(row.server, "coredns-mcs") {
@@ -652,6 +663,7 @@ func (r *results) writeScale(p func(string, ...any)) {
 			p(" (first: %s)", s.spikeFirstFail)
 		}
 		p(".\n\n")
+		s.expiry.writeNote(p)
 	}
 	r.writeReplicas(p)
 	if s.note != "" {

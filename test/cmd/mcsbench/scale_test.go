@@ -16,9 +16,11 @@ import (
 // TestScaleSmall runs the scale section of make bench at its smoke size
 // (-scale-size small) against a real API server: the ClusterSet grows in
 // its steps, coredns and stock CoreDNS start on it, the API server restarts
-// under them, and the section renders. It checks that the harness works and
-// that no lookup got a wrong answer while the API server was away; it times
-// nothing (make bench does, at full size).
+// under them, their watches expire (410 Gone) while it stays up, and the
+// section renders. It checks that the harness works, that no lookup got a
+// wrong answer while the API server was away or the watches were down, that
+// no changed answer went back, and that our coredns saw its ServiceImport
+// watch expire; it times nothing (make bench does, at full size).
 func TestScaleSmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts an API server")
@@ -38,7 +40,7 @@ func TestScaleSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	b := &bench{cfg: config{coredns: coredns, stock: stock, scaleSize: "small", workers: 8}, res: &results{}, dir: dir}
 	if err := b.scaleRun(ctx); err != nil {
@@ -71,9 +73,19 @@ func TestScaleSmall(t *testing.T) {
 	if n := len(s.churn.windows); n != 2 || s.churn.windows[1].server != "without multicluster" || s.churn.windows[1].churn["local"].p99 == 0 {
 		t.Errorf("churn: %d windows, want ours and the control's", n)
 	}
+	e := s.expiry
+	if e == nil || len(e.rows) != 2 || len(e.rounds) != 1 {
+		t.Fatalf("watch expiry: %+v; want 2 servers, 1 round", e)
+	}
+	if e.queries == 0 || e.failures != 0 || e.backwards != 0 {
+		t.Errorf("while the watches expired: %d lookups, %d wrong, %d gone back (first: %s)", e.queries, e.failures, e.backwards, e.firstFail)
+	}
+	if n := e.rounds[0].oursExpired["ServiceImport"]; n == 0 {
+		t.Errorf("our coredns logged no expired ServiceImport watch: %v", e.rounds[0].oursExpired)
+	}
 	var out strings.Builder
 	b.res.writeScale(func(format string, args ...any) { fmt.Fprintf(&out, format, args...) })
-	for _, want := range []string{"## Scale", "### Relist spike", "| 1000 | 20 | 2000 ", "### The API server's side", "### Churn at scale"} {
+	for _, want := range []string{"## Scale", "### Relist spike", "| 1000 | 20 | 2000 ", "### The API server's side", "### Churn at scale", "stock CoreDNS, watches expired", "data going backwards): 0"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the section lacks %q:\n%s", want, out.String())
 		}
