@@ -136,13 +136,20 @@ func TestConcurrentServeAndChurn(t *testing.T) {
 		}
 	}
 
-	deadline := time.Now().Add(3 * time.Second)
+	// The churn runs for at least 3 s and until every service has been
+	// through a whole round of steps (a loaded machine may take longer;
+	// a minute at most); the queries run as long as the churn does.
+	minimum := time.Now().Add(3 * time.Second)
+	limit := time.Now().Add(time.Minute)
+	wholeRound := int64(len(steps) * services)
+	churning := make(chan struct{})
 	var wg sync.WaitGroup
 	var queries, changes atomic.Int64
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for round := 0; time.Now().Before(deadline); round++ {
+		defer close(churning)
+		for round := 0; time.Now().Before(limit) && (time.Now().Before(minimum) || changes.Load() < wholeRound); round++ {
 			for k := range services {
 				if round < k {
 					continue // service k starts k rounds late, out of phase
@@ -159,7 +166,12 @@ func TestConcurrentServeAndChurn(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := worker; time.Now().Before(deadline); i++ {
+			for i := worker; ; i++ {
+				select {
+				case <-churning:
+					return
+				default:
+				}
 				q := questions[i%len(questions)]
 				r := new(dns.Msg)
 				r.SetQuestion(q.Name, q.Qtype)
@@ -202,8 +214,8 @@ func TestConcurrentServeAndChurn(t *testing.T) {
 		return
 	}
 	t.Logf("%d queries (%d passed on) during %d changes", queries.Load(), next.calls.Load(), changes.Load())
-	if changes.Load() < int64(len(steps)*services) {
-		t.Errorf("only %d changes: the churn did not go through a whole round", changes.Load())
+	if changes.Load() < wholeRound {
+		t.Errorf("only %d changes in a minute: the churn did not go through a whole round", changes.Load())
 	}
 
 	// Delete whatever is left: the index must end up empty.
