@@ -1,6 +1,7 @@
 package multicluster
 
 import (
+	"bytes"
 	"cmp"
 	"maps"
 	"math"
@@ -28,15 +29,17 @@ type servicePort struct {
 	port     uint16
 }
 
-// endpoint is one ready address of a headless import.
+// endpoint is one ready address of a headless import. Its cluster is its
+// slice's.
 type endpoint struct {
 	// host is the endpoint's hostname, else its address with '.' and ':'
 	// turned into '-'; empty when it has no host.cluster name (its slice
 	// names no cluster, or the name would not fit in a DNS name).
-	host    string
-	cluster string // empty when its slice names no source cluster
-	ip      net.IP
-	v6      bool
+	host string
+	ip   net.IP // in the slice's one array of addresses
+	v6   bool
+	// named: host is the endpoint's hostname, not made of its address.
+	named bool
 }
 
 // addressSource says where the prepared addresses of a ClusterSetIP view
@@ -131,15 +134,15 @@ func (eps *endpointSet) hasNamesBelow(c string) bool {
 // readyEndpoints reports whether a headless import has a ready address.
 func (v *view) readyEndpoints() bool { return v.eps != nil && v.eps.n4+v.eps.n6 > 0 }
 
-// eachEndpoint calls f for every ready endpoint of a headless import, slice
-// by slice.
-func (v *view) eachEndpoint(f func(endpoint)) {
+// eachEndpoint calls f for every ready endpoint of a headless import, with
+// its cluster, slice by slice.
+func (v *view) eachEndpoint(f func(cluster string, e endpoint)) {
 	if v.eps == nil {
 		return
 	}
 	for _, s := range v.eps.slices {
 		for _, e := range s.endpoints {
-			f(e)
+			f(s.cluster, e)
 		}
 	}
 }
@@ -172,20 +175,150 @@ func comparePTR(a, b ptrTarget) int {
 	)
 }
 
-// ptrRef is a name an address points back to, and how many times the
-// objects behind the index give it: two slices may report one endpoint.
-type ptrRef struct {
-	ptrTarget
-	refs int32
+// ptrClaim is one object's claim on an address: a slice of a headless
+// import, whose endpoints at the address point back to their host.cluster
+// names (or to the service's own name, those without one), or the view of a
+// ClusterSetIP import, whose own name the address points back to. The
+// reverse map holds the claim, not the names: they are found in the slice
+// or view when a PTR query asks, so that an endpoint costs the map one
+// entry of an address and two pointers.
+type ptrClaim struct {
+	slice *sliceSpec
+	view  *view
 }
 
-// reverseChange adds (delta 1) or removes (-1) one reference of an address
-// to a name.
-type reverseChange struct {
-	addr  netip.Addr
-	t     ptrTarget
-	delta int32
+// namespace is the namespace of the import the claim is for.
+func (c ptrClaim) namespace() string {
+	if c.slice != nil {
+		return c.slice.key.namespace
+	}
+	return c.view.key.namespace
 }
+
+// appendTargets appends the names addr points back to by claim c.
+func (c ptrClaim) appendTargets(dst []ptrTarget, addr netip.Addr) []ptrTarget {
+	if c.slice == nil {
+		return append(dst, ptrTarget{key: c.view.key})
+	}
+	var a [16]byte
+	b := a[:]
+	if addr.Is4() {
+		a4 := addr.As4()
+		b = a4[:]
+	} else {
+		a = addr.As16()
+	}
+	for _, e := range c.slice.endpoints {
+		if bytes.Equal(e.ip, b) {
+			dst = append(dst, e.target(c.slice))
+		}
+	}
+	return dst
+}
+
+// eachAddr calls f with each address the claim holds; an address an object
+// gives twice comes twice.
+func (c ptrClaim) eachAddr(f func(netip.Addr)) {
+	each := func(ip net.IP) {
+		if a, ok := netip.AddrFromSlice(ip); ok {
+			f(a.Unmap())
+		}
+	}
+	switch {
+	case c.slice != nil:
+		for _, e := range c.slice.endpoints {
+			each(e.ip)
+		}
+	case c.view != nil:
+		for _, ip := range c.view.ipv4 {
+			each(ip)
+		}
+		for _, ip := range c.view.ipv6 {
+			each(ip)
+		}
+	}
+}
+
+// manyClaims marks, in a reverse map's one, an address several objects
+// claim: their claims are in its many.
+var manyClaims = &view{}
+
+// reverseMap maps the addresses of one family to their claims. Nearly every
+// address has one claim, held in one; the few with several have a list in
+// many, which is copied on change, never edited in place: readers may hold
+// it.
+type reverseMap[K comparable] struct {
+	one  map[K]ptrClaim
+	many map[K][]ptrClaim
+}
+
+func newReverseMap[K comparable]() reverseMap[K] {
+	return reverseMap[K]{one: make(map[K]ptrClaim), many: make(map[K][]ptrClaim)}
+}
+
+// get returns the claims of k; a single claim is returned in buf.
+func (m *reverseMap[K]) get(k K, buf *[1]ptrClaim) []ptrClaim {
+	c, ok := m.one[k]
+	switch {
+	case !ok:
+		return nil
+	case c.view == manyClaims:
+		return m.many[k]
+	}
+	buf[0] = c
+	return buf[:]
+}
+
+// add adds claim c of k, if k does not have it already.
+func (m *reverseMap[K]) add(k K, c ptrClaim) {
+	old, ok := m.one[k]
+	switch {
+	case !ok:
+		m.one[k] = c
+	case old == c:
+	case old.view != manyClaims:
+		m.one[k] = ptrClaim{view: manyClaims}
+		m.many[k] = []ptrClaim{old, c}
+	case !slices.Contains(m.many[k], c):
+		m.many[k] = append(slices.Clip(m.many[k]), c)
+	}
+}
+
+// remove removes claim c of k, if k has it.
+func (m *reverseMap[K]) remove(k K, c ptrClaim) {
+	old, ok := m.one[k]
+	switch {
+	case !ok:
+	case old == c:
+		delete(m.one, k)
+	case old.view == manyClaims:
+		list := m.many[k]
+		i := slices.Index(list, c)
+		switch {
+		case i < 0:
+		case len(list) == 2:
+			m.one[k] = list[1-i]
+			delete(m.many, k)
+		default:
+			m.many[k] = slices.Delete(slices.Clone(list), i, i+1)
+		}
+	}
+}
+
+// replace puts claim c in place of old for k: in place when old is k's
+// only claim, the common case of a changed slice or view.
+func (m *reverseMap[K]) replace(k K, old, c ptrClaim) {
+	if cur, ok := m.one[k]; ok && cur == old {
+		m.one[k] = c
+		return
+	}
+	m.remove(k, old)
+	m.add(k, c)
+}
+
+// claimChange replaces the claims of old, a slice or view, with those of
+// new; either may be the zero claim (none).
+type claimChange struct{ old, new ptrClaim }
 
 // index is the plugin's only shared state: the views of all imported
 // services, how many imports each namespace holds, and a reverse map for PTR.
@@ -201,8 +334,11 @@ type index struct {
 	derivedBy map[serviceKey][]serviceKey
 	derived   atomic.Int32 // len(derivedBy)
 
-	rmu     sync.RWMutex
-	reverse map[netip.Addr][]ptrRef
+	rmu sync.RWMutex
+	// rev4 and rev6 are the reverse map: what claims each address, by
+	// family, keyed by the address's bytes alone.
+	rev4 reverseMap[[4]byte]
+	rev6 reverseMap[[16]byte]
 	// conflicts counts the addresses that imports of several namespaces
 	// claim (the trust model: passed on, not answered).
 	conflicts atomic.Int64
@@ -217,7 +353,8 @@ func newIndex() *index {
 	x := &index{
 		views:      make(map[serviceKey]*view),
 		namespaces: make(map[string]int),
-		reverse:    make(map[netip.Addr][]ptrRef),
+		rev4:       newReverseMap[[4]byte](),
+		rev6:       newReverseMap[[16]byte](),
 		derivedBy:  make(map[serviceKey][]serviceKey),
 	}
 	x.serial.tick()
@@ -240,13 +377,34 @@ func (x *index) hasNamespace(namespace string) bool {
 	return n > 0
 }
 
-// reverseLookup returns the names an address points back to. The slice is
-// never changed once returned.
-func (x *index) reverseLookup(addr netip.Addr) []ptrRef {
+// reverseLookup appends to dst the names an address points back to, once
+// each claim gives them: two slices may report one endpoint.
+func (x *index) reverseLookup(addr netip.Addr, dst []ptrTarget) []ptrTarget {
+	var buf [1]ptrClaim
 	x.rmu.RLock()
-	t := x.reverse[addr]
+	claims := x.claimsLocked(addr, &buf)
 	x.rmu.RUnlock()
-	return t
+	// Slices and views are immutable, and a list of claims is never
+	// edited: they are read without the lock.
+	for _, c := range claims {
+		dst = c.appendTargets(dst, addr)
+	}
+	return dst
+}
+
+// claimsLocked returns the claims of addr; a single one in buf.
+func (x *index) claimsLocked(addr netip.Addr, buf *[1]ptrClaim) []ptrClaim {
+	if addr.Is4() {
+		return x.rev4.get(addr.As4(), buf)
+	}
+	return x.rev6.get(addr.As16(), buf)
+}
+
+// reverseLen returns the number of addresses in the reverse map.
+func (x *index) reverseLen() int {
+	x.rmu.RLock()
+	defer x.rmu.RUnlock()
+	return len(x.rev4.one) + len(x.rev6.one)
 }
 
 // derivedImports returns the imports whose derived-service annotation names
@@ -352,15 +510,21 @@ func (x *index) relinkDerivedLocked(key serviceKey, before, after []string) {
 	x.derived.Store(int32(min(len(x.derivedBy), math.MaxInt32))) // #nosec G115 -- bounded above
 }
 
-// reverseDiff lists what changes in the reverse map when old is replaced by
-// v (either may be nil). Slices both views hold are skipped; a slice that
-// changed is compared with its former self endpoint by endpoint, so the work
-// is proportional to what changed.
-func reverseDiff(old, v *view) []reverseChange {
-	var changes []reverseChange
-	if old == nil || v == nil || !slices.EqualFunc(old.ipv4, v.ipv4, net.IP.Equal) || !slices.EqualFunc(old.ipv6, v.ipv6, net.IP.Equal) {
-		changes = appendAddresses(changes, old, -1)
-		changes = appendAddresses(changes, v, 1)
+// reverseDiff lists the claims that change when old is replaced by v
+// (either may be nil): the views' own, when they hold addresses, and those of
+// the slices that are not in both. Slices both views hold are skipped, so the
+// work is proportional to what changed.
+func reverseDiff(old, v *view) []claimChange {
+	var changes []claimChange
+	if hasAddresses(old) || hasAddresses(v) {
+		c := claimChange{}
+		if hasAddresses(old) {
+			c.old.view = old
+		}
+		if hasAddresses(v) {
+			c.new.view = v
+		}
+		changes = append(changes, c)
 	}
 	var before, after []*sliceSpec
 	if old != nil && old.eps != nil {
@@ -383,14 +547,14 @@ func reverseDiff(old, v *view) []reverseChange {
 		}
 		switch {
 		case c < 0:
-			changes = appendEndpoints(changes, before[i].endpoints, old.key, -1)
+			changes = append(changes, claimChange{old: ptrClaim{slice: before[i]}})
 			i++
 		case c > 0:
-			changes = appendEndpoints(changes, after[j].endpoints, v.key, 1)
+			changes = append(changes, claimChange{new: ptrClaim{slice: after[j]}})
 			j++
 		default:
 			if before[i] != after[j] {
-				changes = diffEndpoints(changes, before[i].endpoints, after[j].endpoints, v.key)
+				changes = append(changes, claimChange{old: ptrClaim{slice: before[i]}, new: ptrClaim{slice: after[j]}})
 			}
 			i++
 			j++
@@ -399,100 +563,75 @@ func reverseDiff(old, v *view) []reverseChange {
 	return changes
 }
 
-// appendAddresses appends a change for each ClusterSetIP address of v.
-func appendAddresses(changes []reverseChange, v *view, delta int32) []reverseChange {
-	if v == nil {
-		return changes
-	}
-	for _, ip := range v.ipv4 {
-		changes = appendChange(changes, ip, ptrTarget{key: v.key}, delta)
-	}
-	for _, ip := range v.ipv6 {
-		changes = appendChange(changes, ip, ptrTarget{key: v.key}, delta)
-	}
-	return changes
-}
+// hasAddresses reports whether v is a view with ClusterSetIP addresses.
+func hasAddresses(v *view) bool { return v != nil && len(v.ipv4)+len(v.ipv6) > 0 }
 
 // compareSlices orders slices by cluster, then name.
 func compareSlices(a, b *sliceSpec) int {
 	return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.name, b.name))
 }
 
-func appendEndpoints(changes []reverseChange, eps []endpoint, key serviceKey, delta int32) []reverseChange {
-	for _, e := range eps {
-		changes = appendChange(changes, e.ip, e.target(key), delta)
-	}
-	return changes
-}
-
-// diffEndpoints appends the changes from the endpoints a to b of one slice,
-// both ordered by host and address.
-func diffEndpoints(changes []reverseChange, a, b []endpoint, key serviceKey) []reverseChange {
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		c := 0
-		switch {
-		case i == len(a):
-			c = 1
-		case j == len(b):
-			c = -1
-		default:
-			c = cmp.Or(cmp.Compare(a[i].host, b[j].host), cmp.Compare(a[i].cluster, b[j].cluster), compareIP(a[i].ip, b[j].ip))
-		}
-		switch {
-		case c < 0:
-			changes = appendChange(changes, a[i].ip, a[i].target(key), -1)
-			i++
-		case c > 0:
-			changes = appendChange(changes, b[j].ip, b[j].target(key), 1)
-			j++
-		default:
-			i++
-			j++
-		}
-	}
-	return changes
-}
-
 // target is the name an endpoint's address points back to: its host.cluster
 // name, or the service's own name when it has none.
-func (e endpoint) target(key serviceKey) ptrTarget {
+func (e endpoint) target(s *sliceSpec) ptrTarget {
 	if e.host == "" {
-		return ptrTarget{key: key}
+		return ptrTarget{key: s.key}
 	}
-	return ptrTarget{key: key, host: e.host, cluster: e.cluster}
+	return ptrTarget{key: s.key, host: e.host, cluster: s.cluster}
 }
 
-func appendChange(changes []reverseChange, ip net.IP, t ptrTarget, delta int32) []reverseChange {
-	addr, ok := netip.AddrFromSlice(ip)
-	if !ok {
-		return changes
+// applyReverseLocked applies changes: every address of a new claim gets it
+// (in place of the old claim, where that was the address's), then the old
+// claims that remain are removed. It returns the addresses whose conflict
+// changed: claimed by imports of several namespaces where they were not, no
+// longer, or by another set of namespaces. Addresses out of conflict before
+// and after cost no more than the change.
+func (x *index) applyReverseLocked(changes []claimChange) []conflictChange {
+	var before map[netip.Addr][]ptrClaim // the claims, before changes, of addresses in conflict at some point
+	apply := func(addr netip.Addr, op func()) {
+		var buf [1]ptrClaim
+		old := x.claimsLocked(addr, &buf)
+		wasContested := claimsContested(old)
+		op()
+		if _, seen := before[addr]; seen || !(wasContested || claimsContested(x.claimsLocked(addr, new([1]ptrClaim)))) {
+			return
+		}
+		if before == nil {
+			before = make(map[netip.Addr][]ptrClaim)
+		}
+		before[addr] = slices.Clone(old) // buf is reused
 	}
-	return append(changes, reverseChange{addr: addr.Unmap(), t: t, delta: delta})
-}
-
-// applyReverseLocked applies changes, and returns the addresses whose
-// conflict changed: claimed by imports of several namespaces where they were
-// not, no longer, or by another set of namespaces. Addresses out of conflict
-// before and after cost no more than the change.
-func (x *index) applyReverseLocked(changes []reverseChange) []conflictChange {
-	var before map[netip.Addr][]ptrRef // the claims, before changes, of addresses in conflict at some point
 	for _, c := range changes {
-		old := x.reverse[c.addr]
-		x.applyOneLocked(c)
-		if _, seen := before[c.addr]; !seen && (contested(old) || contested(x.reverse[c.addr])) {
-			if before == nil {
-				before = make(map[netip.Addr][]ptrRef)
-			}
-			before[c.addr] = old
+		if c.new != (ptrClaim{}) {
+			c.new.eachAddr(func(addr netip.Addr) {
+				apply(addr, func() {
+					if addr.Is4() {
+						x.rev4.replace(addr.As4(), c.old, c.new)
+					} else {
+						x.rev6.replace(addr.As16(), c.old, c.new)
+					}
+				})
+			})
+		}
+		if c.old != (ptrClaim{}) {
+			c.old.eachAddr(func(addr netip.Addr) {
+				apply(addr, func() {
+					if addr.Is4() {
+						x.rev4.remove(addr.As4(), c.old)
+					} else {
+						x.rev6.remove(addr.As16(), c.old)
+					}
+				})
+			})
 		}
 	}
 	var out []conflictChange
 	for addr, old := range before {
-		refs := x.reverse[addr]
-		was, is := contested(old), contested(refs)
-		after := claimNamespaces(refs)
-		if was && is && slices.Equal(claimNamespaces(old), after) {
+		var buf [1]ptrClaim
+		claims := x.claimsLocked(addr, &buf)
+		was, is := claimsContested(old), claimsContested(claims)
+		after := claimsNamespaces(claims)
+		if was && is && slices.Equal(claimsNamespaces(old), after) {
 			continue
 		}
 		switch {
@@ -507,25 +646,27 @@ func (x *index) applyReverseLocked(changes []reverseChange) []conflictChange {
 	return out
 }
 
-// applyOneLocked applies one change. The list of an address is copied,
-// never edited in place: readers may hold the old one.
-func (x *index) applyOneLocked(c reverseChange) {
-	old := x.reverse[c.addr]
-	i := slices.IndexFunc(old, func(r ptrRef) bool { return r.ptrTarget == c.t })
-	switch {
-	case i < 0 && c.delta > 0:
-		x.reverse[c.addr] = append(slices.Clip(old), ptrRef{ptrTarget: c.t, refs: c.delta})
-	case i < 0:
-		// Never given: nothing to take back.
-	case old[i].refs+c.delta > 0:
-		refs := slices.Clone(old)
-		refs[i].refs += c.delta
-		x.reverse[c.addr] = refs
-	case len(old) == 1:
-		delete(x.reverse, c.addr)
-	default:
-		x.reverse[c.addr] = slices.Delete(slices.Clone(old), i, i+1)
+// claimsContested reports whether claims are of imports of several
+// namespaces.
+func claimsContested(claims []ptrClaim) bool {
+	for _, c := range claims[min(1, len(claims)):] {
+		if c.namespace() != claims[0].namespace() {
+			return true
+		}
 	}
+	return false
+}
+
+// claimsNamespaces returns the namespaces of claims, sorted, each once.
+func claimsNamespaces(claims []ptrClaim) []string {
+	var out []string
+	for _, c := range claims {
+		if !slices.Contains(out, c.namespace()) {
+			out = append(out, c.namespace())
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // serialClock is the SOA serial: the Unix time of the last change, or one

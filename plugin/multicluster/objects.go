@@ -312,6 +312,13 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 	// host.cluster.svc.ns.svc.ZONE: what a host name leaves room for.
 	room := maxNameLength - (len(cluster) + 1 + len(svc) + 1 + len(es.Namespace) + len(".svc.") + longestZone) - 1
 	family := es.AddressType
+	n := 0
+	for _, e := range es.Endpoints {
+		if e.Conditions.Ready == nil || *e.Conditions.Ready {
+			n += len(e.Addresses)
+		}
+	}
+	s.endpoints = make([]endpoint, 0, n) // the slice keeps them: no room to grow
 	for _, e := range es.Endpoints {
 		if e.Conditions.Ready != nil && !*e.Conditions.Ready {
 			continue
@@ -342,18 +349,18 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 			if !v6 {
 				ip = ip.To4()
 			}
-			host := ""
+			host, named := "", false
 			if cluster != "" {
-				host = hostname
+				host, named = hostname, hostname != ""
 				if host == "" {
 					host = dashedIP(a)
 				}
 				if len(host) > room {
 					problems = append(problems, fmt.Sprintf("endpoint %s: the name %s.%s.svc.%s.svc.<zone> would exceed 255 octets; it answers for the service's name only", a, host, cluster, es.Namespace))
-					host = ""
+					host, named = "", false
 				}
 			}
-			s.endpoints = append(s.endpoints, endpoint{host: host, cluster: cluster, ip: ip, v6: v6})
+			s.endpoints = append(s.endpoints, endpoint{host: host, ip: ip, v6: v6, named: named})
 		}
 	}
 	slices.SortFunc(s.endpoints, func(a, b endpoint) int {
@@ -361,6 +368,9 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 	})
 	// An address listed twice under one name answers once.
 	s.endpoints = slices.CompactFunc(s.endpoints, func(a, b endpoint) bool { return a.host == b.host && a.ip.Equal(b.ip) })
+	if len(s.endpoints) < cap(s.endpoints)*7/8 {
+		s.endpoints = slices.Clone(s.endpoints) // skipped or repeated addresses left room
+	}
 	packEndpointIPs(s.endpoints)
 	for _, e := range s.endpoints {
 		if e.host == "" {
