@@ -424,3 +424,58 @@ func TestLooksDashed(t *testing.T) {
 		}
 	}
 }
+
+// A slice's versions move their PTR claims by what changed: an address
+// the slice still gives under another name keeps its name, one it no longer
+// gives loses it, and a slice that changes cluster names its addresses in
+// the new one.
+func TestPTRFollowsSliceVersions(t *testing.T) {
+	m, _ := newTestPlugin(t, []importDef{{ns: "ns1", name: "db", typ: "Headless"}}, fakeLocal{})
+	const z = "clusterset.local."
+	ptrOf := func(addr string) string {
+		t.Helper()
+		a, verdict := m.pointer(mustAddr(addr), "x.in-addr.arpa.", z)
+		if verdict != ptrAnswered {
+			return ""
+		}
+		return a.answer[0].(*dns.PTR).Ptr
+	}
+	setSlice(t, m, slice{ns: "ns1", svc: "db", cluster: "east", name: "db-a", endpoints: []discovery.Endpoint{
+		ep("10.1.0.1", "db-0", nil), ep("10.1.0.1", "db-1", nil), ep("10.1.0.2", "db-2", nil)}})
+	if got := ptrOf("10.1.0.1"); got != "db-0.east.db.ns1.svc.clusterset.local." {
+		t.Errorf("PTR 10.1.0.1: %q", got)
+	}
+	// db-0 goes; db-1 still has the address.
+	setSlice(t, m, slice{ns: "ns1", svc: "db", cluster: "east", name: "db-a", endpoints: []discovery.Endpoint{
+		ep("10.1.0.1", "db-1", nil), ep("10.1.0.2", "db-2", nil)}})
+	if got := ptrOf("10.1.0.1"); got != "db-1.east.db.ns1.svc.clusterset.local." {
+		t.Errorf("PTR 10.1.0.1 after db-0 went: %q", got)
+	}
+	// 10.1.0.2 goes, 10.1.0.3 comes.
+	setSlice(t, m, slice{ns: "ns1", svc: "db", cluster: "east", name: "db-a", endpoints: []discovery.Endpoint{
+		ep("10.1.0.1", "db-1", nil), ep("10.1.0.3", "db-2", nil)}})
+	if got, got3 := ptrOf("10.1.0.2"), ptrOf("10.1.0.3"); got != "" || got3 != "db-2.east.db.ns1.svc.clusterset.local." {
+		t.Errorf("PTR 10.1.0.2 after it went: %q; 10.1.0.3 after it came: %q", got, got3)
+	}
+	// The slice moves to another cluster.
+	setSlice(t, m, slice{ns: "ns1", svc: "db", cluster: "west", name: "db-a", endpoints: []discovery.Endpoint{
+		ep("10.1.0.1", "db-1", nil), ep("10.1.0.3", "db-2", nil)}})
+	if got := ptrOf("10.1.0.3"); got != "db-2.west.db.ns1.svc.clusterset.local." {
+		t.Errorf("PTR 10.1.0.3 after its slice moved to west: %q", got)
+	}
+	// The import goes and comes back: its slices' addresses are named
+	// again.
+	imp := m.sources.imports[serviceKey{"ns1", "db"}]
+	m.sources.deleteImport(serviceKey{"ns1", "db"})
+	if got := ptrOf("10.1.0.1"); got != "" {
+		t.Errorf("PTR 10.1.0.1 without the import: %q", got)
+	}
+	m.sources.setImport(imp)
+	if got := ptrOf("10.1.0.1"); got != "db-1.west.db.ns1.svc.clusterset.local." {
+		t.Errorf("PTR 10.1.0.1 with the import back: %q", got)
+	}
+	m.sources.deleteSlice("ns1", "db-a")
+	if n := m.index.reverseLen(); n != 0 {
+		t.Errorf("reverse map holds %d addresses after the slice went", n)
+	}
+}

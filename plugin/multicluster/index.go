@@ -181,16 +181,23 @@ func comparePTR(a, b ptrTarget) int {
 // ClusterSetIP import, whose own name the address points back to. The
 // reverse map holds the claim, not the names: they are found in the slice
 // or view when a PTR query asks, so that an endpoint costs the map one
-// entry of an address and two pointers.
+// entry of an address and two pointers. A slice claims by its sliceRef,
+// which its versions share: a changed slice moves the claims of the
+// addresses that changed, not of all.
 type ptrClaim struct {
-	slice *sliceSpec
+	slice *sliceRef
 	view  *view
 }
+
+// sliceRef stands for one slice of a service (by cluster and name) in the
+// reverse map, through its versions: spec is the version the published
+// view holds. It is read and written under the index's rmu.
+type sliceRef struct{ spec *sliceSpec }
 
 // namespace is the namespace of the import the claim is for.
 func (c ptrClaim) namespace() string {
 	if c.slice != nil {
-		return c.slice.key.namespace
+		return c.slice.spec.key.namespace
 	}
 	return c.view.key.namespace
 }
@@ -208,35 +215,13 @@ func (c ptrClaim) appendTargets(dst []ptrTarget, addr netip.Addr) []ptrTarget {
 	} else {
 		a = addr.As16()
 	}
-	for _, e := range c.slice.endpoints {
+	s := c.slice.spec
+	for _, e := range s.endpoints {
 		if bytes.Equal(e.ip, b) {
-			dst = append(dst, e.target(c.slice))
+			dst = append(dst, e.target(s))
 		}
 	}
 	return dst
-}
-
-// eachAddr calls f with each address the claim holds; an address an object
-// gives twice comes twice.
-func (c ptrClaim) eachAddr(f func(netip.Addr)) {
-	each := func(ip net.IP) {
-		if a, ok := netip.AddrFromSlice(ip); ok {
-			f(a.Unmap())
-		}
-	}
-	switch {
-	case c.slice != nil:
-		for _, e := range c.slice.endpoints {
-			each(e.ip)
-		}
-	case c.view != nil:
-		for _, ip := range c.view.ipv4 {
-			each(ip)
-		}
-		for _, ip := range c.view.ipv6 {
-			each(ip)
-		}
-	}
 }
 
 // manyClaims marks, in a reverse map's one, an address several objects
@@ -269,56 +254,60 @@ func (m *reverseMap[K]) get(k K, buf *[1]ptrClaim) []ptrClaim {
 	return buf[:]
 }
 
-// add adds claim c of k, if k does not have it already.
-func (m *reverseMap[K]) add(k K, c ptrClaim) {
-	old, ok := m.one[k]
+// update takes claim old of k back, if k has it, and gives k claim c, if it
+// does not have it already; either may be the zero claim. Where old is k's
+// only claim, c takes its place: the common case of a changed slice or view,
+// one lookup and one write. It reports whether k had or has several claims,
+// and if so returns its claims before: only then may a conflict change.
+func (m *reverseMap[K]) update(k K, old, c ptrClaim) (before []ptrClaim, several bool) {
+	cur, ok := m.one[k]
 	switch {
 	case !ok:
-		m.one[k] = c
-	case old == c:
-	case old.view != manyClaims:
-		m.one[k] = ptrClaim{view: manyClaims}
-		m.many[k] = []ptrClaim{old, c}
-	case !slices.Contains(m.many[k], c):
-		m.many[k] = append(slices.Clip(m.many[k]), c)
-	}
-}
-
-// remove removes claim c of k, if k has it.
-func (m *reverseMap[K]) remove(k K, c ptrClaim) {
-	old, ok := m.one[k]
-	switch {
-	case !ok:
-	case old == c:
-		delete(m.one, k)
-	case old.view == manyClaims:
-		list := m.many[k]
-		i := slices.Index(list, c)
-		switch {
-		case i < 0:
-		case len(list) == 2:
-			m.one[k] = list[1-i]
-			delete(m.many, k)
-		default:
-			m.many[k] = slices.Delete(slices.Clone(list), i, i+1)
+		if c != (ptrClaim{}) {
+			m.one[k] = c
 		}
+		return nil, false
+	case cur.view != manyClaims:
+		switch {
+		case cur == old && c == (ptrClaim{}):
+			delete(m.one, k)
+		case cur == old:
+			m.one[k] = c
+		case c == (ptrClaim{}) || cur == c:
+		default:
+			m.one[k] = ptrClaim{view: manyClaims}
+			m.many[k] = []ptrClaim{cur, c}
+			return []ptrClaim{cur}, true
+		}
+		return nil, false
 	}
+	list := m.many[k]
+	next := list
+	if i := slices.Index(next, old); i >= 0 && old != (ptrClaim{}) {
+		next = slices.Delete(slices.Clone(next), i, i+1)
+	}
+	if c != (ptrClaim{}) && !slices.Contains(next, c) {
+		next = append(slices.Clip(next), c)
+	}
+	switch len(next) {
+	case 0:
+		delete(m.one, k)
+		delete(m.many, k)
+	case 1:
+		m.one[k] = next[0]
+		delete(m.many, k)
+	default:
+		m.many[k] = next
+	}
+	return list, true
 }
 
-// replace puts claim c in place of old for k: in place when old is k's
-// only claim, the common case of a changed slice or view.
-func (m *reverseMap[K]) replace(k K, old, c ptrClaim) {
-	if cur, ok := m.one[k]; ok && cur == old {
-		m.one[k] = c
-		return
-	}
-	m.remove(k, old)
-	m.add(k, c)
+// claimChange replaces the claims of a view's addresses, or of a slice's,
+// with those of its next version; either may be nil (none).
+type claimChange struct {
+	oldView, newView   *view
+	oldSlice, newSlice *sliceSpec
 }
-
-// claimChange replaces the claims of old, a slice or view, with those of
-// new; either may be the zero claim (none).
-type claimChange struct{ old, new ptrClaim }
 
 // index is the plugin's only shared state: the views of all imported
 // services, how many imports each namespace holds, and a reverse map for PTR.
@@ -382,11 +371,8 @@ func (x *index) hasNamespace(namespace string) bool {
 func (x *index) reverseLookup(addr netip.Addr, dst []ptrTarget) []ptrTarget {
 	var buf [1]ptrClaim
 	x.rmu.RLock()
-	claims := x.claimsLocked(addr, &buf)
-	x.rmu.RUnlock()
-	// Slices and views are immutable, and a list of claims is never
-	// edited: they are read without the lock.
-	for _, c := range claims {
+	defer x.rmu.RUnlock()
+	for _, c := range x.claimsLocked(addr, &buf) {
 		dst = c.appendTargets(dst, addr)
 	}
 	return dst
@@ -519,10 +505,10 @@ func reverseDiff(old, v *view) []claimChange {
 	if hasAddresses(old) || hasAddresses(v) {
 		c := claimChange{}
 		if hasAddresses(old) {
-			c.old.view = old
+			c.oldView = old
 		}
 		if hasAddresses(v) {
-			c.new.view = v
+			c.newView = v
 		}
 		changes = append(changes, c)
 	}
@@ -547,14 +533,14 @@ func reverseDiff(old, v *view) []claimChange {
 		}
 		switch {
 		case c < 0:
-			changes = append(changes, claimChange{old: ptrClaim{slice: before[i]}})
+			changes = append(changes, claimChange{oldSlice: before[i]})
 			i++
 		case c > 0:
-			changes = append(changes, claimChange{new: ptrClaim{slice: after[j]}})
+			changes = append(changes, claimChange{newSlice: after[j]})
 			j++
 		default:
 			if before[i] != after[j] {
-				changes = append(changes, claimChange{old: ptrClaim{slice: before[i]}, new: ptrClaim{slice: after[j]}})
+				changes = append(changes, claimChange{oldSlice: before[i], newSlice: after[j]})
 			}
 			i++
 			j++
@@ -580,56 +566,133 @@ func (e endpoint) target(s *sliceSpec) ptrTarget {
 	return ptrTarget{key: s.key, host: e.host, cluster: s.cluster}
 }
 
-// applyReverseLocked applies changes: every address of a new claim gets it
-// (in place of the old claim, where that was the address's), then the old
-// claims that remain are removed. It returns the addresses whose conflict
-// changed: claimed by imports of several namespaces where they were not, no
-// longer, or by another set of namespaces. Addresses out of conflict before
-// and after cost no more than the change.
-func (x *index) applyReverseLocked(changes []claimChange) []conflictChange {
-	var before map[netip.Addr][]ptrClaim // the claims, before changes, of addresses in conflict at some point
-	apply := func(addr netip.Addr, op func()) {
-		var buf [1]ptrClaim
-		old := x.claimsLocked(addr, &buf)
-		wasContested := claimsContested(old)
-		op()
-		if _, seen := before[addr]; seen || !(wasContested || claimsContested(x.claimsLocked(addr, new([1]ptrClaim)))) {
-			return
+// eachUpdate calls f with each update of the reverse map that c makes. A
+// view's addresses move to its next version (each address of the new
+// view's claim in place of the old one's, then those of the old one that
+// it did not take are taken back); so do the addresses of a slice that came
+// or went, or whose next version has another sliceRef. A slice's next
+// version with the same sliceRef is compared with it endpoint by endpoint
+// (both are ordered by host, then address): only addresses that came or
+// went change.
+func (c claimChange) eachUpdate(f func(addr netip.Addr, old, new ptrClaim)) {
+	call := func(ip net.IP, old, new ptrClaim) {
+		if a, ok := netip.AddrFromSlice(ip); ok {
+			f(a.Unmap(), old, new)
 		}
-		if before == nil {
-			before = make(map[netip.Addr][]ptrClaim)
-		}
-		before[addr] = slices.Clone(old) // buf is reused
 	}
+	if c.oldView != nil || c.newView != nil {
+		old, new := ptrClaim{view: c.oldView}, ptrClaim{view: c.newView}
+		if c.oldView == nil {
+			old = ptrClaim{}
+		}
+		if c.newView == nil {
+			new = ptrClaim{}
+		}
+		for _, ips := range [][]net.IP{viewIPs(c.newView, false), viewIPs(c.newView, true)} {
+			for _, ip := range ips {
+				call(ip, old, new)
+			}
+		}
+		for _, ips := range [][]net.IP{viewIPs(c.oldView, false), viewIPs(c.oldView, true)} {
+			for _, ip := range ips {
+				call(ip, old, ptrClaim{})
+			}
+		}
+	}
+	if c.oldSlice != nil && c.newSlice != nil && c.oldSlice.ref == c.newSlice.ref {
+		ref := ptrClaim{slice: c.newSlice.ref}
+		a, b := c.oldSlice.endpoints, c.newSlice.endpoints
+		i, j := 0, 0
+		for i < len(a) || j < len(b) {
+			d := 0
+			switch {
+			case i == len(a):
+				d = 1
+			case j == len(b):
+				d = -1
+			default:
+				d = cmp.Or(cmp.Compare(a[i].host, b[j].host), compareIP(a[i].ip, b[j].ip))
+			}
+			switch {
+			case d < 0:
+				// Gone, unless the slice still gives it under another name.
+				if !slices.ContainsFunc(b, func(e endpoint) bool { return e.ip.Equal(a[i].ip) }) {
+					call(a[i].ip, ref, ptrClaim{})
+				}
+				i++
+			case d > 0:
+				call(b[j].ip, ptrClaim{}, ref)
+				j++
+			default:
+				i++
+				j++
+			}
+		}
+		return
+	}
+	if c.newSlice != nil {
+		for _, e := range c.newSlice.endpoints {
+			call(e.ip, ptrClaim{}, ptrClaim{slice: c.newSlice.ref})
+		}
+	}
+	if c.oldSlice != nil {
+		for _, e := range c.oldSlice.endpoints {
+			call(e.ip, ptrClaim{slice: c.oldSlice.ref}, ptrClaim{})
+		}
+	}
+}
+
+// viewIPs returns the ClusterSetIP addresses of v (nil if none) of one
+// family.
+func viewIPs(v *view, v6 bool) []net.IP {
+	switch {
+	case v == nil:
+		return nil
+	case v6:
+		return v.ipv6
+	}
+	return v.ipv4
+}
+
+// applyReverseLocked applies changes, and returns the addresses whose
+// conflict changed: claimed by imports of several namespaces where they were
+// not, no longer, or by another set of namespaces. Only addresses with
+// several claims, before or after, can be in conflict; the others cost no
+// more than the change.
+func (x *index) applyReverseLocked(changes []claimChange) []conflictChange {
+	var before map[netip.Addr][]ptrClaim // the claims, before changes, of addresses claimed several times at some point
 	for _, c := range changes {
-		if c.new != (ptrClaim{}) {
-			c.new.eachAddr(func(addr netip.Addr) {
-				apply(addr, func() {
-					if addr.Is4() {
-						x.rev4.replace(addr.As4(), c.old, c.new)
-					} else {
-						x.rev6.replace(addr.As16(), c.old, c.new)
-					}
-				})
-			})
+		if c.newSlice != nil {
+			// Readers find the names in the version the view holds.
+			c.newSlice.ref.spec = c.newSlice
 		}
-		if c.old != (ptrClaim{}) {
-			c.old.eachAddr(func(addr netip.Addr) {
-				apply(addr, func() {
-					if addr.Is4() {
-						x.rev4.remove(addr.As4(), c.old)
-					} else {
-						x.rev6.remove(addr.As16(), c.old)
-					}
-				})
-			})
-		}
+		c.eachUpdate(func(addr netip.Addr, old, new ptrClaim) {
+			var claims []ptrClaim
+			var several bool
+			if addr.Is4() {
+				claims, several = x.rev4.update(addr.As4(), old, new)
+			} else {
+				claims, several = x.rev6.update(addr.As16(), old, new)
+			}
+			if !several {
+				return
+			}
+			if _, seen := before[addr]; !seen {
+				if before == nil {
+					before = make(map[netip.Addr][]ptrClaim)
+				}
+				before[addr] = claims
+			}
+		})
 	}
 	var out []conflictChange
 	for addr, old := range before {
 		var buf [1]ptrClaim
 		claims := x.claimsLocked(addr, &buf)
 		was, is := claimsContested(old), claimsContested(claims)
+		if !was && !is {
+			continue
+		}
 		after := claimsNamespaces(claims)
 		if was && is && slices.Equal(claimsNamespaces(old), after) {
 			continue

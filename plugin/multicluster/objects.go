@@ -66,6 +66,10 @@ type sliceSpec struct {
 	endpoints []endpoint
 	anonymous int // endpoints[:anonymous] have no host name
 	n4, n6    int // addresses by family
+	// ref stands for the slice in the reverse map; the sources give it
+	// when they file the slice, the former version's if it had the same
+	// cluster.
+	ref *sliceRef
 }
 
 // importFields is the part of a ServiceImport, in any version, that DNS reads.

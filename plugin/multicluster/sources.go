@@ -105,7 +105,15 @@ func (s *sources) setSlice(spec *sliceSpec) {
 		ss = &serviceSlices{byName: make(map[string]*sliceSpec), addrs4: make(map[[4]byte]int32), addrs6: make(map[[16]byte]int32), names: make(map[hostKey]int32)}
 		s.slices[spec.key] = ss
 	}
-	ss.replace(ss.byName[spec.name], spec)
+	old := ss.byName[spec.name]
+	switch {
+	case old == spec:
+	case old != nil && old.cluster == spec.cluster && old.ref != nil:
+		spec.ref = old.ref
+	default:
+		spec.ref = &sliceRef{spec: spec}
+	}
+	ss.replace(old, spec)
 	s.sliceOf[id] = spec.key
 	s.rebuildLocked(spec.key)
 }
