@@ -310,13 +310,28 @@ func (b *bench) scaleShares(ctx context.Context, kubeconfig, name string, import
 			}
 		}
 		_, heap, err := s.settledMemory(ctx, 60*time.Second)
-		return heap, err
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w (exited: %v %v); its log ends with:\n%s", name, err, s.proc.Exited(), s.proc.Err(), process.LogTail(s.logPath, 40))
+		}
+		return heap, nil
 	}
-	if alone, err = measure(name+"-alone", b.cfg.coredns, corefileAlone, imports); err != nil {
+	// A server that fails is started again, twice at most: on a machine
+	// shared with other servers, the free ports it was given may be taken
+	// before it binds them.
+	again := func(name, binary, corefile string, imports int) (heap uint64, err error) {
+		for range 3 {
+			if heap, err = measure(name, binary, corefile, imports); err == nil || ctx.Err() != nil {
+				return heap, err
+			}
+			status("    %v; starting it again", err)
+		}
+		return 0, err
+	}
+	if alone, err = again(name+"-alone", b.cfg.coredns, corefileAlone, imports); err != nil {
 		return 0, 0, err
 	}
 	if b.cfg.stock != "" {
-		if stock, err = measure(name+"-stock", b.cfg.stock, corefileWithout, 0); err != nil {
+		if stock, err = again(name+"-stock", b.cfg.stock, corefileWithout, 0); err != nil {
 			return 0, 0, err
 		}
 	}
