@@ -82,7 +82,9 @@ type view struct {
 	// owned are other local Services that carry the import's addresses,
 	// named by another controller's own annotation (AWS): PTR of their
 	// ClusterIPs is the import's, as for derived.
-	owned []string
+	// Behind a pointer, since one controller alone writes them: every
+	// other view is 16 bytes smaller.
+	owned *[]string
 	ports []servicePort
 	// eps are the endpoints of a headless import; nil for ClusterSetIP
 	// imports, whose views are their specs: the pointer keeps those small.
@@ -465,13 +467,17 @@ func (x *index) put(key serviceKey, old, v *view) {
 // ownedOf returns the local Services whose ClusterIPs are the import v's:
 // its derived Service, and those another controller names.
 func ownedOf(v *view) []string {
-	if v == nil || (v.derived == "" && len(v.owned) == 0) {
+	var owned []string
+	if v != nil && v.owned != nil {
+		owned = *v.owned
+	}
+	if v == nil || (v.derived == "" && len(owned) == 0) {
 		return nil
 	}
 	if v.derived == "" {
-		return v.owned
+		return owned
 	}
-	return append([]string{v.derived}, v.owned...)
+	return append([]string{v.derived}, owned...)
 }
 
 // relinkDerivedLocked moves key from the imports of the local Services

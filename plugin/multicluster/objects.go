@@ -143,7 +143,10 @@ func newImportSpec(f importFields) (s *importSpec, problems []string, err error)
 		s.source = sourceSpec
 	}
 	if d, ok := f.annotations[annotationAWSDerived]; ok && !s.headless {
-		s.owned, problems = parseAWSDerived(d, problems)
+		var owned []string
+		if owned, problems = parseAWSDerived(d, problems); len(owned) > 0 {
+			s.owned = &owned
+		}
 	}
 	if d, ok := f.annotations[annotationDerivedService]; ok && !s.headless {
 		if errs := validation.IsDNS1123Label(d); len(errs) > 0 {
