@@ -227,7 +227,7 @@ func TestConcurrentServeAndChurn(t *testing.T) {
 	waitFor(t, 5*time.Second, "an empty index", func() bool {
 		m.index.mu.RLock()
 		defer m.index.mu.RUnlock()
-		return len(m.index.views) == 0 && len(m.index.namespaces) == 0 && len(m.index.reverse) == 0
+		return len(m.index.views) == 0 && len(m.index.namespaces) == 0 && m.index.reverseLen() == 0
 	})
 }
 

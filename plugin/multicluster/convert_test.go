@@ -40,6 +40,9 @@ func TestSliceSpecAddresses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if s.cluster != "east" {
+			t.Errorf("%s: the slice's cluster is %q", tc.family, s.cluster)
+		}
 		var got []string
 		for _, want := range tc.want {
 			ip := net.ParseIP(want)
@@ -53,8 +56,8 @@ func TestSliceSpecAddresses(t *testing.T) {
 				continue
 			}
 			e := s.endpoints[i]
-			if e.host != name || e.cluster != "east" || (ip.To4() != nil) != (len(e.ip) == net.IPv4len) || e.v6 != (ip.To4() == nil) {
-				t.Errorf("%s: host %q cluster %q ip %v (%d bytes) v6 %v; want host %q", want, e.host, e.cluster, e.ip, len(e.ip), e.v6, name)
+			if e.host != name || e.named != (name == host) || (ip.To4() != nil) != (len(e.ip) == net.IPv4len) || e.v6 != (ip.To4() == nil) {
+				t.Errorf("%s: host %q (named %v) ip %v (%d bytes) v6 %v; want host %q", want, e.host, e.named, e.ip, len(e.ip), e.v6, name)
 			}
 			got = append(got, want)
 		}

@@ -246,7 +246,7 @@ func (m *Multicluster) describeFallthrough(name string, say func(string, ...any)
 func (m *Multicluster) describeAddresses(v *view, say func(string, ...any)) {
 	if v.headless {
 		n, clusters := 0, map[string]int{}
-		v.eachEndpoint(func(e endpoint) { n++; clusters[e.cluster]++ })
+		v.eachEndpoint(func(cluster string, _ endpoint) { n++; clusters[cluster]++ })
 		say("%d ready endpoint addresses in its EndpointSlices, from %d clusters", n, len(clusters))
 		if v.localOnly {
 			say("trafficDistribution prefers close endpoints and the local cluster %q has ready ones: only those answer", m.sources.localCluster())
@@ -310,8 +310,12 @@ func (m *Multicluster) describePointer(name string, qtype uint16, say func(strin
 		return
 	}
 	addr = addr.Unmap()
-	refs := m.index.reverseLookup(addr)
-	for _, ref := range refs {
+	var refs []ptrTarget
+	for _, ref := range m.index.reverseLookup(addr, nil) {
+		if slices.Contains(refs, ref) {
+			continue // two slices report one endpoint
+		}
+		refs = append(refs, ref)
 		if ref.host != "" {
 			say("%s is the address of endpoint %s.%s of ServiceImport %s", addr, ref.host, ref.cluster, ref.key)
 		} else {

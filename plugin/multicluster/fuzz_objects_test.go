@@ -50,7 +50,7 @@ func FuzzObjects(f *testing.F) {
 			for _, e := range slice.endpoints {
 				// No host name only without a cluster (or for a name too
 				// long, which these short names never make).
-				if (len(e.ip) == net4) == e.v6 || (e.host == "") != (cluster == "") || e.cluster != strings.ToLower(cluster) {
+				if (len(e.ip) == net4) == e.v6 || (e.host == "") != (cluster == "") || slice.cluster != strings.ToLower(cluster) {
 					t.Fatalf("endpoint %+v from %v", e, es)
 				}
 			}

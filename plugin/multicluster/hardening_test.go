@@ -144,7 +144,7 @@ func TestNoDuplicateRecordsAcrossSlices(t *testing.T) {
 	if a, verdict := m.pointer(mustAddr("10.1.0.1"), "1.0.1.10.in-addr.arpa.", z); verdict == ptrAnswered {
 		t.Errorf("PTR 10.1.0.1 after every slice went: %v", a.answer)
 	}
-	if n := len(m.index.reverse); n != 0 {
+	if n := m.index.reverseLen(); n != 0 {
 		t.Errorf("reverse map holds %d addresses after every slice went", n)
 	}
 }
@@ -400,4 +400,96 @@ func TestClusterIDNames(t *testing.T) {
 	checkCase(t, m, test.Case{Qname: "east.prod.cache.ns.svc." + z, Qtype: dns.TypeA, Ns: nodata})
 	m.sources.deleteSlice("ns", "e")
 	checkCase(t, m, test.Case{Qname: "prod.cache.ns.svc." + z, Qtype: dns.TypeA, Rcode: dns.RcodeNameError, Ns: nodata})
+}
+
+// A hostname that reads as an address's name (10-1-0-1) is the name of an
+// endpoint named by that address in another slice of the cluster: one
+// name, whose SRV record is sent once, though neither its addresses nor its
+// hostnames repeat.
+func TestDuplicateNameOfHostnameAndAddress(t *testing.T) {
+	m, _ := newTestPlugin(t, []importDef{{ns: "ns1", name: "db", typ: "Headless"}}, fakeLocal{})
+	pg := []discovery.EndpointPort{endpointPort("pg", core.ProtocolTCP, 5432)}
+	setSlice(t, m, slice{ns: "ns1", svc: "db", cluster: "east", name: "db-a", ports: pg, endpoints: []discovery.Endpoint{ep("10.1.0.1", "", nil)}})
+	setSlice(t, m, slice{ns: "ns1", svc: "db", cluster: "east", name: "db-b", ports: pg, endpoints: []discovery.Endpoint{ep("10.1.0.9", "10-1-0-1", nil)}})
+	if v := m.index.lookup("ns1", "db"); !v.eps.dups {
+		t.Fatal("a name in two slices is not flagged")
+	}
+	const z = "clusterset.local."
+	checkCase(t, m, test.Case{Qname: "db.ns1.svc." + z, Qtype: dns.TypeSRV,
+		Answer: []dns.RR{test.SRV("db.ns1.svc.clusterset.local. 5 IN SRV 0 100 5432 10-1-0-1.east.db.ns1.svc.clusterset.local.")},
+		Extra: []dns.RR{
+			test.A("10-1-0-1.east.db.ns1.svc.clusterset.local. 5 IN A 10.1.0.1"),
+			test.A("10-1-0-1.east.db.ns1.svc.clusterset.local. 5 IN A 10.1.0.9"),
+		}})
+	m.sources.deleteSlice("ns1", "db-b")
+	if v := m.index.lookup("ns1", "db"); v.eps.dups {
+		t.Errorf("duplicates still flagged after the hostname went")
+	}
+}
+
+// TestLooksDashed: the hostnames an address's name could equal.
+func TestLooksDashed(t *testing.T) {
+	for host, want := range map[string]bool{
+		"10-1-0-1": true, "fd00--1": true, dashedIP("2001:db8::a:1"): true,
+		"db-0": false, "cafe": false, "10-1-0": false, "web-1-2-3": false,
+	} {
+		if got := looksDashed(host); got != want {
+			t.Errorf("looksDashed(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+// A slice's versions move their PTR claims by what changed: an address
+// the slice still gives under another name keeps its name, one it no longer
+// gives loses it, and a slice that changes cluster names its addresses in
+// the new one.
+func TestPTRFollowsSliceVersions(t *testing.T) {
+	m, _ := newTestPlugin(t, []importDef{{ns: "ns1", name: "db", typ: "Headless"}}, fakeLocal{})
+	const z = "clusterset.local."
+	ptrOf := func(addr string) string {
+		t.Helper()
+		a, verdict := m.pointer(mustAddr(addr), "x.in-addr.arpa.", z)
+		if verdict != ptrAnswered {
+			return ""
+		}
+		return a.answer[0].(*dns.PTR).Ptr
+	}
+	setSlice(t, m, slice{ns: "ns1", svc: "db", cluster: "east", name: "db-a", endpoints: []discovery.Endpoint{
+		ep("10.1.0.1", "db-0", nil), ep("10.1.0.1", "db-1", nil), ep("10.1.0.2", "db-2", nil)}})
+	if got := ptrOf("10.1.0.1"); got != "db-0.east.db.ns1.svc.clusterset.local." {
+		t.Errorf("PTR 10.1.0.1: %q", got)
+	}
+	// db-0 goes; db-1 still has the address.
+	setSlice(t, m, slice{ns: "ns1", svc: "db", cluster: "east", name: "db-a", endpoints: []discovery.Endpoint{
+		ep("10.1.0.1", "db-1", nil), ep("10.1.0.2", "db-2", nil)}})
+	if got := ptrOf("10.1.0.1"); got != "db-1.east.db.ns1.svc.clusterset.local." {
+		t.Errorf("PTR 10.1.0.1 after db-0 went: %q", got)
+	}
+	// 10.1.0.2 goes, 10.1.0.3 comes.
+	setSlice(t, m, slice{ns: "ns1", svc: "db", cluster: "east", name: "db-a", endpoints: []discovery.Endpoint{
+		ep("10.1.0.1", "db-1", nil), ep("10.1.0.3", "db-2", nil)}})
+	if got, got3 := ptrOf("10.1.0.2"), ptrOf("10.1.0.3"); got != "" || got3 != "db-2.east.db.ns1.svc.clusterset.local." {
+		t.Errorf("PTR 10.1.0.2 after it went: %q; 10.1.0.3 after it came: %q", got, got3)
+	}
+	// The slice moves to another cluster.
+	setSlice(t, m, slice{ns: "ns1", svc: "db", cluster: "west", name: "db-a", endpoints: []discovery.Endpoint{
+		ep("10.1.0.1", "db-1", nil), ep("10.1.0.3", "db-2", nil)}})
+	if got := ptrOf("10.1.0.3"); got != "db-2.west.db.ns1.svc.clusterset.local." {
+		t.Errorf("PTR 10.1.0.3 after its slice moved to west: %q", got)
+	}
+	// The import goes and comes back: its slices' addresses are named
+	// again.
+	imp := m.sources.imports[serviceKey{"ns1", "db"}]
+	m.sources.deleteImport(serviceKey{"ns1", "db"})
+	if got := ptrOf("10.1.0.1"); got != "" {
+		t.Errorf("PTR 10.1.0.1 without the import: %q", got)
+	}
+	m.sources.setImport(imp)
+	if got := ptrOf("10.1.0.1"); got != "db-1.west.db.ns1.svc.clusterset.local." {
+		t.Errorf("PTR 10.1.0.1 with the import back: %q", got)
+	}
+	m.sources.deleteSlice("ns1", "db-a")
+	if n := m.index.reverseLen(); n != 0 {
+		t.Errorf("reverse map holds %d addresses after the slice went", n)
+	}
 }

@@ -125,9 +125,15 @@ func TestServePTR(t *testing.T) {
 	}
 }
 
+// clusterEndpoint is an endpoint with its slice's cluster.
+type clusterEndpoint struct {
+	endpoint
+	cluster string
+}
+
 // endpointsOf returns every endpoint of a view, in the order answers use.
-func endpointsOf(v *view) []endpoint {
-	var out []endpoint
-	v.eachEndpoint(func(e endpoint) { out = append(out, e) })
+func endpointsOf(v *view) []clusterEndpoint {
+	var out []clusterEndpoint
+	v.eachEndpoint(func(cluster string, e endpoint) { out = append(out, clusterEndpoint{e, cluster}) })
 	return out
 }

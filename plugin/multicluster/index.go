@@ -1,6 +1,7 @@
 package multicluster
 
 import (
+	"bytes"
 	"cmp"
 	"maps"
 	"math"
@@ -27,15 +28,17 @@ type servicePort struct {
 	port     uint16
 }
 
-// endpoint is one ready address of a headless import.
+// endpoint is one ready address of a headless import. Its cluster is its
+// slice's.
 type endpoint struct {
 	// host is the endpoint's hostname, else its address with '.' and ':'
 	// turned into '-'; empty when it has no host.cluster name (its slice
 	// names no cluster, or the name would not fit in a DNS name).
-	host    string
-	cluster string // empty when its slice names no source cluster
-	ip      net.IP
-	v6      bool
+	host string
+	ip   net.IP // in the slice's one array of addresses
+	v6   bool
+	// named: host is the endpoint's hostname, not made of its address.
+	named bool
 }
 
 // addressSource says where the prepared addresses of a ClusterSetIP view
@@ -78,7 +81,9 @@ type view struct {
 	// owned are other local Services that carry the import's addresses,
 	// named by another controller's own annotation (AWS): PTR of their
 	// ClusterIPs is the import's, as for derived.
-	owned []string
+	// Behind a pointer, since one controller alone writes them: every
+	// other view is 16 bytes smaller.
+	owned *[]string
 	ports []servicePort
 	// eps are the endpoints of a headless import; nil for ClusterSetIP
 	// imports, whose views are their specs: the pointer keeps those small.
@@ -130,15 +135,15 @@ func (eps *endpointSet) hasNamesBelow(c string) bool {
 // readyEndpoints reports whether a headless import has a ready address.
 func (v *view) readyEndpoints() bool { return v.eps != nil && v.eps.n4+v.eps.n6 > 0 }
 
-// eachEndpoint calls f for every ready endpoint of a headless import, slice
-// by slice.
-func (v *view) eachEndpoint(f func(endpoint)) {
+// eachEndpoint calls f for every ready endpoint of a headless import, with
+// its cluster, slice by slice.
+func (v *view) eachEndpoint(f func(cluster string, e endpoint)) {
 	if v.eps == nil {
 		return
 	}
 	for _, s := range v.eps.slices {
 		for _, e := range s.endpoints {
-			f(e)
+			f(s.cluster, e)
 		}
 	}
 }
@@ -171,19 +176,138 @@ func comparePTR(a, b ptrTarget) int {
 	)
 }
 
-// ptrRef is a name an address points back to, and how many times the
-// objects behind the index give it: two slices may report one endpoint.
-type ptrRef struct {
-	ptrTarget
-	refs int32
+// ptrClaim is one object's claim on an address: a slice of a headless
+// import, whose endpoints at the address point back to their host.cluster
+// names (or to the service's own name, those without one), or the view of a
+// ClusterSetIP import, whose own name the address points back to. The
+// reverse map holds the claim, not the names: they are found in the slice
+// or view when a PTR query asks, so that an endpoint costs the map one
+// entry of an address and two pointers. A slice claims by its sliceRef,
+// which its versions share: a changed slice moves the claims of the
+// addresses that changed, not of all.
+type ptrClaim struct {
+	slice *sliceRef
+	view  *view
 }
 
-// reverseChange adds (delta 1) or removes (-1) one reference of an address
-// to a name.
-type reverseChange struct {
-	addr  netip.Addr
-	t     ptrTarget
-	delta int32
+// sliceRef stands for one slice of a service (by cluster and name) in the
+// reverse map, through its versions: spec is the version the published
+// view holds. It is read and written under the index's rmu.
+type sliceRef struct{ spec *sliceSpec }
+
+// namespace is the namespace of the import the claim is for.
+func (c ptrClaim) namespace() string {
+	if c.slice != nil {
+		return c.slice.spec.key.namespace
+	}
+	return c.view.key.namespace
+}
+
+// appendTargets appends the names addr points back to by claim c.
+func (c ptrClaim) appendTargets(dst []ptrTarget, addr netip.Addr) []ptrTarget {
+	if c.slice == nil {
+		return append(dst, ptrTarget{key: c.view.key})
+	}
+	var a [16]byte
+	b := a[:]
+	if addr.Is4() {
+		a4 := addr.As4()
+		b = a4[:]
+	} else {
+		a = addr.As16()
+	}
+	s := c.slice.spec
+	for _, e := range s.endpoints {
+		if bytes.Equal(e.ip, b) {
+			dst = append(dst, e.target(s))
+		}
+	}
+	return dst
+}
+
+// manyClaims marks, in a reverse map's one, an address several objects
+// claim: their claims are in its many.
+var manyClaims = &view{}
+
+// reverseMap maps the addresses of one family to their claims. Nearly every
+// address has one claim, held in one; the few with several have a list in
+// many, which is copied on change, never edited in place: readers may hold
+// it.
+type reverseMap[K comparable] struct {
+	one  map[K]ptrClaim
+	many map[K][]ptrClaim
+}
+
+func newReverseMap[K comparable]() reverseMap[K] {
+	return reverseMap[K]{one: make(map[K]ptrClaim), many: make(map[K][]ptrClaim)}
+}
+
+// get returns the claims of k; a single claim is returned in buf.
+func (m *reverseMap[K]) get(k K, buf *[1]ptrClaim) []ptrClaim {
+	c, ok := m.one[k]
+	switch {
+	case !ok:
+		return nil
+	case c.view == manyClaims:
+		return m.many[k]
+	}
+	buf[0] = c
+	return buf[:]
+}
+
+// update takes claim old of k back, if k has it, and gives k claim c, if it
+// does not have it already; either may be the zero claim. Where old is k's
+// only claim, c takes its place: the common case of a changed slice or view,
+// one lookup and one write. It reports whether k had or has several claims,
+// and if so returns its claims before: only then may a conflict change.
+func (m *reverseMap[K]) update(k K, old, c ptrClaim) (before []ptrClaim, several bool) {
+	cur, ok := m.one[k]
+	switch {
+	case !ok:
+		if c != (ptrClaim{}) {
+			m.one[k] = c
+		}
+		return nil, false
+	case cur.view != manyClaims:
+		switch {
+		case cur == old && c == (ptrClaim{}):
+			delete(m.one, k)
+		case cur == old:
+			m.one[k] = c
+		case c == (ptrClaim{}) || cur == c:
+		default:
+			m.one[k] = ptrClaim{view: manyClaims}
+			m.many[k] = []ptrClaim{cur, c}
+			return []ptrClaim{cur}, true
+		}
+		return nil, false
+	}
+	list := m.many[k]
+	next := list
+	if i := slices.Index(next, old); i >= 0 && old != (ptrClaim{}) {
+		next = slices.Delete(slices.Clone(next), i, i+1)
+	}
+	if c != (ptrClaim{}) && !slices.Contains(next, c) {
+		next = append(slices.Clip(next), c)
+	}
+	switch len(next) {
+	case 0:
+		delete(m.one, k)
+		delete(m.many, k)
+	case 1:
+		m.one[k] = next[0]
+		delete(m.many, k)
+	default:
+		m.many[k] = next
+	}
+	return list, true
+}
+
+// claimChange replaces the claims of a view's addresses, or of a slice's,
+// with those of its next version; either may be nil (none).
+type claimChange struct {
+	oldView, newView   *view
+	oldSlice, newSlice *sliceSpec
 }
 
 // index is the plugin's only shared state: the views of all imported
@@ -200,8 +324,11 @@ type index struct {
 	derivedBy map[serviceKey][]serviceKey
 	derived   atomic.Int32 // len(derivedBy)
 
-	rmu     sync.RWMutex
-	reverse map[netip.Addr][]ptrRef
+	rmu sync.RWMutex
+	// rev4 and rev6 are the reverse map: what claims each address, by
+	// family, keyed by the address's bytes alone.
+	rev4 reverseMap[[4]byte]
+	rev6 reverseMap[[16]byte]
 	// conflicts counts the addresses that imports of several namespaces
 	// claim (the trust model: passed on, not answered).
 	conflicts atomic.Int64
@@ -216,7 +343,8 @@ func newIndex() *index {
 	x := &index{
 		views:      make(map[serviceKey]*view),
 		namespaces: make(map[string]int),
-		reverse:    make(map[netip.Addr][]ptrRef),
+		rev4:       newReverseMap[[4]byte](),
+		rev6:       newReverseMap[[16]byte](),
 		derivedBy:  make(map[serviceKey][]serviceKey),
 	}
 	x.serial.start()
@@ -239,13 +367,31 @@ func (x *index) hasNamespace(namespace string) bool {
 	return n > 0
 }
 
-// reverseLookup returns the names an address points back to. The slice is
-// never changed once returned.
-func (x *index) reverseLookup(addr netip.Addr) []ptrRef {
+// reverseLookup appends to dst the names an address points back to, once
+// each claim gives them: two slices may report one endpoint.
+func (x *index) reverseLookup(addr netip.Addr, dst []ptrTarget) []ptrTarget {
+	var buf [1]ptrClaim
 	x.rmu.RLock()
-	t := x.reverse[addr]
-	x.rmu.RUnlock()
-	return t
+	defer x.rmu.RUnlock()
+	for _, c := range x.claimsLocked(addr, &buf) {
+		dst = c.appendTargets(dst, addr)
+	}
+	return dst
+}
+
+// claimsLocked returns the claims of addr; a single one in buf.
+func (x *index) claimsLocked(addr netip.Addr, buf *[1]ptrClaim) []ptrClaim {
+	if addr.Is4() {
+		return x.rev4.get(addr.As4(), buf)
+	}
+	return x.rev6.get(addr.As16(), buf)
+}
+
+// reverseLen returns the number of addresses in the reverse map.
+func (x *index) reverseLen() int {
+	x.rmu.RLock()
+	defer x.rmu.RUnlock()
+	return len(x.rev4.one) + len(x.rev6.one)
 }
 
 // derivedImports returns the imports whose derived-service annotation names
@@ -320,13 +466,17 @@ func (x *index) put(key serviceKey, old, v *view) {
 // ownedOf returns the local Services whose ClusterIPs are the import v's:
 // its derived Service, and those another controller names.
 func ownedOf(v *view) []string {
-	if v == nil || (v.derived == "" && len(v.owned) == 0) {
+	var owned []string
+	if v != nil && v.owned != nil {
+		owned = *v.owned
+	}
+	if v == nil || (v.derived == "" && len(owned) == 0) {
 		return nil
 	}
 	if v.derived == "" {
-		return v.owned
+		return owned
 	}
-	return append([]string{v.derived}, v.owned...)
+	return append([]string{v.derived}, owned...)
 }
 
 // relinkDerivedLocked moves key from the imports of the local Services
@@ -351,15 +501,21 @@ func (x *index) relinkDerivedLocked(key serviceKey, before, after []string) {
 	x.derived.Store(int32(min(len(x.derivedBy), math.MaxInt32))) // #nosec G115 -- bounded above
 }
 
-// reverseDiff lists what changes in the reverse map when old is replaced by
-// v (either may be nil). Slices both views hold are skipped; a slice that
-// changed is compared with its former self endpoint by endpoint, so the work
-// is proportional to what changed.
-func reverseDiff(old, v *view) []reverseChange {
-	var changes []reverseChange
-	if old == nil || v == nil || !slices.EqualFunc(old.ipv4, v.ipv4, net.IP.Equal) || !slices.EqualFunc(old.ipv6, v.ipv6, net.IP.Equal) {
-		changes = appendAddresses(changes, old, -1)
-		changes = appendAddresses(changes, v, 1)
+// reverseDiff lists the claims that change when old is replaced by v
+// (either may be nil): the views' own, when they hold addresses, and those of
+// the slices that are not in both. Slices both views hold are skipped, so the
+// work is proportional to what changed.
+func reverseDiff(old, v *view) []claimChange {
+	var changes []claimChange
+	if hasAddresses(old) || hasAddresses(v) {
+		c := claimChange{}
+		if hasAddresses(old) {
+			c.oldView = old
+		}
+		if hasAddresses(v) {
+			c.newView = v
+		}
+		changes = append(changes, c)
 	}
 	var before, after []*sliceSpec
 	if old != nil && old.eps != nil {
@@ -382,14 +538,14 @@ func reverseDiff(old, v *view) []reverseChange {
 		}
 		switch {
 		case c < 0:
-			changes = appendEndpoints(changes, before[i].endpoints, old.key, -1)
+			changes = append(changes, claimChange{oldSlice: before[i]})
 			i++
 		case c > 0:
-			changes = appendEndpoints(changes, after[j].endpoints, v.key, 1)
+			changes = append(changes, claimChange{newSlice: after[j]})
 			j++
 		default:
 			if before[i] != after[j] {
-				changes = diffEndpoints(changes, before[i].endpoints, after[j].endpoints, v.key)
+				changes = append(changes, claimChange{oldSlice: before[i], newSlice: after[j]})
 			}
 			i++
 			j++
@@ -398,100 +554,152 @@ func reverseDiff(old, v *view) []reverseChange {
 	return changes
 }
 
-// appendAddresses appends a change for each ClusterSetIP address of v.
-func appendAddresses(changes []reverseChange, v *view, delta int32) []reverseChange {
-	if v == nil {
-		return changes
-	}
-	for _, ip := range v.ipv4 {
-		changes = appendChange(changes, ip, ptrTarget{key: v.key}, delta)
-	}
-	for _, ip := range v.ipv6 {
-		changes = appendChange(changes, ip, ptrTarget{key: v.key}, delta)
-	}
-	return changes
-}
+// hasAddresses reports whether v is a view with ClusterSetIP addresses.
+func hasAddresses(v *view) bool { return v != nil && len(v.ipv4)+len(v.ipv6) > 0 }
 
 // compareSlices orders slices by cluster, then name.
 func compareSlices(a, b *sliceSpec) int {
 	return cmp.Or(cmp.Compare(a.cluster, b.cluster), cmp.Compare(a.name, b.name))
 }
 
-func appendEndpoints(changes []reverseChange, eps []endpoint, key serviceKey, delta int32) []reverseChange {
-	for _, e := range eps {
-		changes = appendChange(changes, e.ip, e.target(key), delta)
-	}
-	return changes
-}
-
-// diffEndpoints appends the changes from the endpoints a to b of one slice,
-// both ordered by host and address.
-func diffEndpoints(changes []reverseChange, a, b []endpoint, key serviceKey) []reverseChange {
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		c := 0
-		switch {
-		case i == len(a):
-			c = 1
-		case j == len(b):
-			c = -1
-		default:
-			c = cmp.Or(cmp.Compare(a[i].host, b[j].host), cmp.Compare(a[i].cluster, b[j].cluster), compareIP(a[i].ip, b[j].ip))
-		}
-		switch {
-		case c < 0:
-			changes = appendChange(changes, a[i].ip, a[i].target(key), -1)
-			i++
-		case c > 0:
-			changes = appendChange(changes, b[j].ip, b[j].target(key), 1)
-			j++
-		default:
-			i++
-			j++
-		}
-	}
-	return changes
-}
-
 // target is the name an endpoint's address points back to: its host.cluster
 // name, or the service's own name when it has none.
-func (e endpoint) target(key serviceKey) ptrTarget {
+func (e endpoint) target(s *sliceSpec) ptrTarget {
 	if e.host == "" {
-		return ptrTarget{key: key}
+		return ptrTarget{key: s.key}
 	}
-	return ptrTarget{key: key, host: e.host, cluster: e.cluster}
+	return ptrTarget{key: s.key, host: e.host, cluster: s.cluster}
 }
 
-func appendChange(changes []reverseChange, ip net.IP, t ptrTarget, delta int32) []reverseChange {
-	addr, ok := netip.AddrFromSlice(ip)
-	if !ok {
-		return changes
+// eachUpdate calls f with each update of the reverse map that c makes. A
+// view's addresses move to its next version (each address of the new
+// view's claim in place of the old one's, then those of the old one that
+// it did not take are taken back); so do the addresses of a slice that came
+// or went, or whose next version has another sliceRef. A slice's next
+// version with the same sliceRef is compared with it endpoint by endpoint
+// (both are ordered by host, then address): only addresses that came or
+// went change.
+func (c claimChange) eachUpdate(f func(addr netip.Addr, old, new ptrClaim)) {
+	call := func(ip net.IP, old, new ptrClaim) {
+		if a, ok := netip.AddrFromSlice(ip); ok {
+			f(a.Unmap(), old, new)
+		}
 	}
-	return append(changes, reverseChange{addr: addr.Unmap(), t: t, delta: delta})
+	if c.oldView != nil || c.newView != nil {
+		old, new := ptrClaim{view: c.oldView}, ptrClaim{view: c.newView}
+		if c.oldView == nil {
+			old = ptrClaim{}
+		}
+		if c.newView == nil {
+			new = ptrClaim{}
+		}
+		for _, ips := range [][]net.IP{viewIPs(c.newView, false), viewIPs(c.newView, true)} {
+			for _, ip := range ips {
+				call(ip, old, new)
+			}
+		}
+		for _, ips := range [][]net.IP{viewIPs(c.oldView, false), viewIPs(c.oldView, true)} {
+			for _, ip := range ips {
+				call(ip, old, ptrClaim{})
+			}
+		}
+	}
+	if c.oldSlice != nil && c.newSlice != nil && c.oldSlice.ref == c.newSlice.ref {
+		ref := ptrClaim{slice: c.newSlice.ref}
+		a, b := c.oldSlice.endpoints, c.newSlice.endpoints
+		i, j := 0, 0
+		for i < len(a) || j < len(b) {
+			d := 0
+			switch {
+			case i == len(a):
+				d = 1
+			case j == len(b):
+				d = -1
+			default:
+				d = cmp.Or(cmp.Compare(a[i].host, b[j].host), compareIP(a[i].ip, b[j].ip))
+			}
+			switch {
+			case d < 0:
+				// Gone, unless the slice still gives it under another name.
+				if !slices.ContainsFunc(b, func(e endpoint) bool { return e.ip.Equal(a[i].ip) }) {
+					call(a[i].ip, ref, ptrClaim{})
+				}
+				i++
+			case d > 0:
+				call(b[j].ip, ptrClaim{}, ref)
+				j++
+			default:
+				i++
+				j++
+			}
+		}
+		return
+	}
+	if c.newSlice != nil {
+		for _, e := range c.newSlice.endpoints {
+			call(e.ip, ptrClaim{}, ptrClaim{slice: c.newSlice.ref})
+		}
+	}
+	if c.oldSlice != nil {
+		for _, e := range c.oldSlice.endpoints {
+			call(e.ip, ptrClaim{slice: c.oldSlice.ref}, ptrClaim{})
+		}
+	}
+}
+
+// viewIPs returns the ClusterSetIP addresses of v (nil if none) of one
+// family.
+func viewIPs(v *view, v6 bool) []net.IP {
+	switch {
+	case v == nil:
+		return nil
+	case v6:
+		return v.ipv6
+	}
+	return v.ipv4
 }
 
 // applyReverseLocked applies changes, and returns the addresses whose
 // conflict changed: claimed by imports of several namespaces where they were
-// not, no longer, or by another set of namespaces. Addresses out of conflict
-// before and after cost no more than the change.
-func (x *index) applyReverseLocked(changes []reverseChange) []conflictChange {
-	var before map[netip.Addr][]ptrRef // the claims, before changes, of addresses in conflict at some point
+// not, no longer, or by another set of namespaces. Only addresses with
+// several claims, before or after, can be in conflict; the others cost no
+// more than the change.
+func (x *index) applyReverseLocked(changes []claimChange) []conflictChange {
+	var before map[netip.Addr][]ptrClaim // the claims, before changes, of addresses claimed several times at some point
 	for _, c := range changes {
-		old := x.reverse[c.addr]
-		x.applyOneLocked(c)
-		if _, seen := before[c.addr]; !seen && (contested(old) || contested(x.reverse[c.addr])) {
-			if before == nil {
-				before = make(map[netip.Addr][]ptrRef)
-			}
-			before[c.addr] = old
+		if c.newSlice != nil {
+			// Readers find the names in the version the view holds.
+			c.newSlice.ref.spec = c.newSlice
 		}
+		c.eachUpdate(func(addr netip.Addr, old, new ptrClaim) {
+			var claims []ptrClaim
+			var several bool
+			if addr.Is4() {
+				claims, several = x.rev4.update(addr.As4(), old, new)
+			} else {
+				claims, several = x.rev6.update(addr.As16(), old, new)
+			}
+			if !several {
+				return
+			}
+			if _, seen := before[addr]; !seen {
+				if before == nil {
+					before = make(map[netip.Addr][]ptrClaim)
+				}
+				before[addr] = claims
+			}
+		})
 	}
 	var out []conflictChange
 	for addr, old := range before {
-		refs := x.reverse[addr]
-		was, is := contested(old), contested(refs)
-		after := claimNamespaces(refs)
-		if was && is && slices.Equal(claimNamespaces(old), after) {
+		var buf [1]ptrClaim
+		claims := x.claimsLocked(addr, &buf)
+		was, is := claimsContested(old), claimsContested(claims)
+		if !was && !is {
+			continue
+		}
+		after := claimsNamespaces(claims)
+		if was && is && slices.Equal(claimsNamespaces(old), after) {
 			continue
 		}
 		switch {
@@ -506,23 +714,25 @@ func (x *index) applyReverseLocked(changes []reverseChange) []conflictChange {
 	return out
 }
 
-// applyOneLocked applies one change. The list of an address is copied,
-// never edited in place: readers may hold the old one.
-func (x *index) applyOneLocked(c reverseChange) {
-	old := x.reverse[c.addr]
-	i := slices.IndexFunc(old, func(r ptrRef) bool { return r.ptrTarget == c.t })
-	switch {
-	case i < 0 && c.delta > 0:
-		x.reverse[c.addr] = append(slices.Clip(old), ptrRef{ptrTarget: c.t, refs: c.delta})
-	case i < 0:
-		// Never given: nothing to take back.
-	case old[i].refs+c.delta > 0:
-		refs := slices.Clone(old)
-		refs[i].refs += c.delta
-		x.reverse[c.addr] = refs
-	case len(old) == 1:
-		delete(x.reverse, c.addr)
-	default:
-		x.reverse[c.addr] = slices.Delete(slices.Clone(old), i, i+1)
+// claimsContested reports whether claims are of imports of several
+// namespaces.
+func claimsContested(claims []ptrClaim) bool {
+	for _, c := range claims[min(1, len(claims)):] {
+		if c.namespace() != claims[0].namespace() {
+			return true
+		}
 	}
+	return false
+}
+
+// claimsNamespaces returns the namespaces of claims, sorted, each once.
+func claimsNamespaces(claims []ptrClaim) []string {
+	var out []string
+	for _, c := range claims {
+		if !slices.Contains(out, c.namespace()) {
+			out = append(out, c.namespace())
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -67,6 +67,10 @@ type sliceSpec struct {
 	endpoints []endpoint
 	anonymous int // endpoints[:anonymous] have no host name
 	n4, n6    int // addresses by family
+	// ref stands for the slice in the reverse map; the sources give it
+	// when they file the slice, the former version's if it had the same
+	// cluster.
+	ref *sliceRef
 }
 
 // importFields is the part of a ServiceImport, in any version, that DNS reads.
@@ -140,7 +144,10 @@ func newImportSpec(f importFields) (s *importSpec, problems []string, err error)
 		s.source = sourceSpec
 	}
 	if d, ok := f.annotations[annotationAWSDerived]; ok && !s.headless {
-		s.owned, problems = parseAWSDerived(d, problems)
+		var owned []string
+		if owned, problems = parseAWSDerived(d, problems); len(owned) > 0 {
+			s.owned = &owned
+		}
 	}
 	if d, ok := f.annotations[annotationDerivedService]; ok && !s.headless {
 		if errs := validation.IsDNS1123Label(d); len(errs) > 0 {
@@ -316,10 +323,13 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 	// Every address and every name made from an address is written into
 	// one block of the slice's own: a slice of n endpoints costs a few
 	// allocations, not several per endpoint, which an informer converting
-	// a rolling update's every event pays for.
+	// a rolling update's every event pays for. The slice keeps its
+	// endpoints: they are sized for the ready ones, with no room to grow.
 	addrs, width := 0, net.IPv6len
 	for _, e := range es.Endpoints {
-		addrs += len(e.Addresses)
+		if e.Conditions.Ready == nil || *e.Conditions.Ready {
+			addrs += len(e.Addresses)
+		}
 	}
 	if family == discovery.AddressTypeIPv4 {
 		width = net.IPv4len
@@ -390,7 +400,9 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 			} else {
 				dashedEnds = append(dashedEnds, -1)
 			}
-			s.endpoints = append(s.endpoints, endpoint{host: host, cluster: cluster, ip: ip, v6: v6})
+			// named: the host is the endpoint's own hostname, not made of
+			// its address.
+			s.endpoints = append(s.endpoints, endpoint{host: host, ip: ip, v6: v6, named: host != "" && !fromAddress})
 		}
 	}
 	if len(dashed) > 0 {
@@ -407,6 +419,9 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 	})
 	// An address listed twice under one name answers once.
 	s.endpoints = slices.CompactFunc(s.endpoints, func(a, b endpoint) bool { return a.host == b.host && a.ip.Equal(b.ip) })
+	if len(s.endpoints) < cap(s.endpoints)*7/8 {
+		s.endpoints = slices.Clone(s.endpoints) // skipped or repeated addresses left room
+	}
 	for _, e := range s.endpoints {
 		if e.host == "" {
 			s.anonymous++

@@ -316,7 +316,7 @@ func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string)
 		target := ""
 		for i, e := range s.endpoints[s.anonymous:] {
 			if i == 0 || e.host != s.endpoints[s.anonymous+i-1].host {
-				target = hostName(e.host, e.cluster, v.key, zone)
+				target = hostName(e.host, s.cluster, v.key, zone)
 				addSRV(target)
 			}
 			b := v4
@@ -387,7 +387,8 @@ const (
 // Among the names one namespace may give, an address always answers the
 // same one (comparePTR), whatever order the objects arrived in.
 func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, ptrVerdict) {
-	refs := r.index.reverseLookup(addr)
+	var buf [4]ptrTarget
+	refs := r.index.reverseLookup(addr, buf[:0])
 	derived := r.derivedPrefix != "" || r.index.hasDerived()
 	if len(refs) == 0 && !derived {
 		return answer{}, ptrUnknown
@@ -437,7 +438,7 @@ func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, ptrVerd
 			return answer{}, ptrConflict
 		}
 		for _, t := range refs {
-			consider(t.ptrTarget)
+			consider(t)
 		}
 	}
 	if !found {

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -32,10 +33,18 @@ type serviceSlices struct {
 	ordered []*sliceSpec
 	// How many times each address and each host name occurs across the
 	// slices, and how many of them occur more than once: a view is built
-	// to de-duplicate its answers only while some do.
-	addrs            map[netip.Addr]int32
+	// to de-duplicate its answers only while some do. Addresses are keyed
+	// by their bytes, by family. Names are counted only when they are
+	// endpoints' hostnames: two names made of addresses are equal only
+	// when the addresses are (dashedIP), which addrs counts. dashLike
+	// counts the hostnames that could be such a name, which an endpoint
+	// named by its address may repeat: while there are any, answers are
+	// de-duplicated.
+	addrs4           map[[4]byte]int32
+	addrs6           map[[16]byte]int32
 	names            map[hostKey]int32
 	dupAddr, dupName int
+	dashLike         int
 }
 
 // hostKey is a host.cluster name.
@@ -93,10 +102,18 @@ func (s *sources) setSlice(spec *sliceSpec) {
 	}
 	ss := s.slices[spec.key]
 	if ss == nil {
-		ss = &serviceSlices{byName: make(map[string]*sliceSpec), addrs: make(map[netip.Addr]int32), names: make(map[hostKey]int32)}
+		ss = &serviceSlices{byName: make(map[string]*sliceSpec), addrs4: make(map[[4]byte]int32), addrs6: make(map[[16]byte]int32), names: make(map[hostKey]int32)}
 		s.slices[spec.key] = ss
 	}
-	ss.replace(ss.byName[spec.name], spec)
+	old := ss.byName[spec.name]
+	switch {
+	case old == spec:
+	case old != nil && old.cluster == spec.cluster && old.ref != nil:
+		spec.ref = old.ref
+	default:
+		spec.ref = &sliceRef{spec: spec}
+	}
+	ss.replace(old, spec)
 	s.sliceOf[id] = spec.key
 	s.rebuildLocked(spec.key)
 }
@@ -195,21 +212,31 @@ func (ss *serviceSlices) recount(a, b *sliceSpec) {
 		default:
 			c = cmp.Compare(ea[i].host, eb[j].host)
 		}
-		host := ""
+		host, named := "", false
 		if c <= 0 {
-			host = ea[i].host
+			host, named = ea[i].host, ea[i].named
 		} else {
-			host = eb[j].host
+			host, named = eb[j].host, eb[j].named
+		}
+		if c == 0 && named != eb[j].named {
+			// One name, a hostname in one slice and made of an address in
+			// the other: a repeat whichever way it is counted.
+			ss.tallyNamed(host, a.cluster, ea[i].named, -1)
+			ss.tallyNamed(host, b.cluster, eb[j].named, 1)
+			c = 2 // counted
 		}
 		switch {
-		case host == "":
+		case host == "" || c == 2:
 		case c < 0:
-			tally(ss.names, hostKey{host: host, cluster: a.cluster}, -1, &ss.dupName)
+			ss.tallyNamed(host, a.cluster, named, -1)
 		case c > 0:
-			tally(ss.names, hostKey{host: host, cluster: b.cluster}, 1, &ss.dupName)
+			ss.tallyNamed(host, b.cluster, named, 1)
 		case a.cluster != b.cluster:
-			tally(ss.names, hostKey{host: host, cluster: a.cluster}, -1, &ss.dupName)
-			tally(ss.names, hostKey{host: host, cluster: b.cluster}, 1, &ss.dupName)
+			ss.tallyNamed(host, a.cluster, named, -1)
+			ss.tallyNamed(host, b.cluster, named, 1)
+		}
+		if c == 2 {
+			c = 0
 		}
 		if c <= 0 {
 			for i < len(ea) && ea[i].host == host {
@@ -225,9 +252,34 @@ func (ss *serviceSlices) recount(a, b *sliceSpec) {
 }
 
 func (ss *serviceSlices) tallyAddr(ip net.IP, delta int32) {
-	if addr, ok := netip.AddrFromSlice(ip); ok {
-		tally(ss.addrs, addr, delta, &ss.dupAddr)
+	switch len(ip) {
+	case net.IPv4len:
+		tally(ss.addrs4, [4]byte(ip), delta, &ss.dupAddr)
+	case net.IPv6len:
+		tally(ss.addrs6, [16]byte(ip), delta, &ss.dupAddr)
 	}
+}
+
+// tallyNamed counts the name host.cluster once more or less (delta), if it
+// is a hostname (named).
+func (ss *serviceSlices) tallyNamed(host, cluster string, named bool, delta int32) {
+	if !named {
+		return
+	}
+	tally(ss.names, hostKey{host: host, cluster: cluster}, delta, &ss.dupName)
+	if looksDashed(host) {
+		ss.dashLike += int(delta)
+	}
+}
+
+// looksDashed reports whether a hostname could be an address's name
+// (dashedIP).
+func looksDashed(host string) bool {
+	if _, err := netip.ParseAddr(strings.ReplaceAll(host, "-", ".")); err == nil {
+		return true
+	}
+	_, err := netip.ParseAddr(strings.ReplaceAll(host, "-", ":"))
+	return err == nil
 }
 
 // tally adds delta to the count of k in m, and keeps *dups, the number of
@@ -250,7 +302,7 @@ func tally[K comparable](m map[K]int32, k K, delta int32, dups *int) {
 
 // duplicates reports whether some address or name occurs twice.
 func (ss *serviceSlices) duplicates() bool {
-	return ss != nil && (ss.dupAddr > 0 || ss.dupName > 0)
+	return ss != nil && (ss.dupAddr > 0 || ss.dupName > 0 || ss.dashLike > 0)
 }
 
 // rebuildLocked publishes the view of key built from what is known of it

@@ -85,7 +85,7 @@ func (m *Multicluster) Imports() []Import {
 	for _, v := range m.index.snapshot() {
 		imp := Import{Namespace: v.key.namespace, Name: v.key.name, Headless: v.headless}
 		if v.headless {
-			v.eachEndpoint(func(e endpoint) { imp.Addresses = append(imp.Addresses, e.ip.String()) })
+			v.eachEndpoint(func(_ string, e endpoint) { imp.Addresses = append(imp.Addresses, e.ip.String()) })
 		} else {
 			v4, v6, _ := m.clusterSetIPs(v)
 			for _, ip := range append(slices.Clip(v4), v6...) {

@@ -74,15 +74,15 @@ func (m *Multicluster) serviceRecords(v *view, zone string) []dns.RR {
 	}
 	// Each host.cluster name once, though two slices may both hold it.
 	seen := map[hostKey]struct{}{}
-	v.eachEndpoint(func(e endpoint) {
-		k := hostKey{host: e.host, cluster: e.cluster}
+	v.eachEndpoint(func(cluster string, e endpoint) {
+		k := hostKey{host: e.host, cluster: cluster}
 		if _, dup := seen[k]; dup || e.host == "" {
 			return
 		}
 		seen[k] = struct{}{}
 		req := base
-		req.kind, req.host, req.cluster = kindHost, e.host, e.cluster
-		ask(req, hostName(e.host, e.cluster, v.key, zone), dns.TypeA, dns.TypeAAAA)
+		req.kind, req.host, req.cluster = kindHost, e.host, cluster
+		ask(req, hostName(e.host, cluster, v.key, zone), dns.TypeA, dns.TypeAAAA)
 	})
 	return rrs
 }

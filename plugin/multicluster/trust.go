@@ -69,7 +69,7 @@ func inRanges(ranges []netip.Prefix, addr netip.Addr) bool {
 
 // claimNamespaces returns the namespaces of the imports that claim an
 // address, sorted, each once.
-func claimNamespaces(refs []ptrRef) []string {
+func claimNamespaces(refs []ptrTarget) []string {
 	var out []string
 	for _, r := range refs {
 		if !slices.Contains(out, r.key.namespace) {
@@ -82,7 +82,7 @@ func claimNamespaces(refs []ptrRef) []string {
 
 // contested reports whether imports of more than one namespace claim an
 // address. It allocates nothing: it runs on the query path.
-func contested(refs []ptrRef) bool {
+func contested(refs []ptrTarget) bool {
 	for _, r := range refs[min(1, len(refs)):] {
 		if r.key.namespace != refs[0].key.namespace {
 			return true

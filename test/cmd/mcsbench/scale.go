@@ -75,8 +75,13 @@ type scaleStep struct {
 	// perImport and perEndpoint are the live heap the objects added since
 	// the state before cost, each.
 	perImport, perEndpoint float64
-	lookups                map[string]latencyStats
-	create                 time.Duration
+	// The same of coredns with the multicluster plugin alone, and of stock
+	// CoreDNS (no figures without -stock).
+	aloneHeap, stockHeap             uint64
+	perImportAlone, perEndpointAlone float64
+	perImportStock, perEndpointStock float64
+	lookups                          map[string]latencyStats
+	create                           time.Duration
 }
 
 type latencyStats struct{ p50, p99, p999 time.Duration }
@@ -101,18 +106,21 @@ type spikeRow struct {
 type scaleResults struct {
 	sizes             scaleSizes
 	baseRSS, baseHeap uint64
-	steps             []scaleStep
-	answers           []answerSize
-	spike             []spikeRow
-	spikeQueries      int
-	spikeFailures     int
-	spikeTimeouts     int
-	spikeGoMemLimit   uint64
-	replicas          []replicaRow
-	spikeFirstFail    string
-	expiry            *expiryResults
-	note              string
-	churn             *scaleChurn // scalechurn.go
+	// The empty ClusterSet's live heap of coredns with multicluster alone,
+	// and of stock CoreDNS.
+	baseAloneHeap, baseStockHeap uint64
+	steps                        []scaleStep
+	answers                      []answerSize
+	spike                        []spikeRow
+	spikeQueries                 int
+	spikeFailures                int
+	spikeTimeouts                int
+	spikeGoMemLimit              uint64
+	replicas                     []replicaRow
+	spikeFirstFail               string
+	expiry                       *expiryResults
+	note                         string
+	churn                        *scaleChurn // scalechurn.go
 }
 
 // scaleRun builds the ClusterSet on an API server of its own, measures, and
@@ -154,9 +162,14 @@ func (b *bench) scaleRun(ctx context.Context) error {
 		return err
 	}
 	status("  no imports: VmRSS %.1f MiB, live heap %.1f MiB", mib(res.baseRSS), mib(res.baseHeap))
+	if res.baseAloneHeap, res.baseStockHeap, err = b.scaleShares(ctx, cp.Kubeconfig, "scale-0", 0); err != nil {
+		return err
+	}
 
 	headlessMade, imports, endpoints, slicesMade := false, 0, 0, 0
-	lastHeap := res.baseHeap
+	lastHeap, lastAlone, lastStock := res.baseHeap, res.baseAloneHeap, res.baseStockHeap
+	// per is the heap each object added since the last step cost.
+	per := func(heap, last uint64, n int) float64 { return float64(int64(heap)-int64(last)) / float64(n) }
 	plan := newEndpointPlan(sizes)
 	for i := range sizes.imports {
 		// ClusterSetIP imports.
@@ -170,11 +183,12 @@ func (b *bench) scaleRun(ctx context.Context) error {
 		if headlessMade {
 			step.headless = sizes.headless
 		}
-		if err := b.scaleMeasure(ctx, start, &step, fmt.Sprintf("scale-%d-imports", i), false); err != nil {
+		if err := b.scaleMeasure(ctx, start, cp.Kubeconfig, &step, fmt.Sprintf("scale-%d-imports", i), false); err != nil {
 			return err
 		}
-		step.perImport = float64(int64(step.heap)-int64(lastHeap)) / float64(sizes.imports[i]-imports)
-		lastHeap, imports = step.heap, sizes.imports[i]
+		n := sizes.imports[i] - imports
+		step.perImport, step.perImportAlone, step.perImportStock = per(step.heap, lastHeap, n), per(step.aloneHeap, lastAlone, n), per(step.stockHeap, lastStock, n)
+		lastHeap, lastAlone, lastStock, imports = step.heap, step.aloneHeap, step.stockHeap, sizes.imports[i]
 		res.steps = append(res.steps, step)
 		if i == 0 {
 			if err := b.replicas(ctx, cp, c, sizes.replicas); err != nil {
@@ -199,11 +213,12 @@ func (b *bench) scaleRun(ctx context.Context) error {
 		slicesMade += made
 		step = scaleStep{imports: imports, headless: sizes.headless, endpoints: sizes.endpoints[i], slices: slicesMade, create: time.Since(t0)}
 		last := i == len(sizes.imports)-1
-		if err := b.scaleMeasure(ctx, start, &step, fmt.Sprintf("scale-%d-endpoints", i), last); err != nil {
+		if err := b.scaleMeasure(ctx, start, cp.Kubeconfig, &step, fmt.Sprintf("scale-%d-endpoints", i), last); err != nil {
 			return err
 		}
-		step.perEndpoint = float64(int64(step.heap)-int64(lastHeap)) / float64(sizes.endpoints[i]-endpoints)
-		lastHeap, endpoints = step.heap, sizes.endpoints[i]
+		n = sizes.endpoints[i] - endpoints
+		step.perEndpoint, step.perEndpointAlone, step.perEndpointStock = per(step.heap, lastHeap, n), per(step.aloneHeap, lastAlone, n), per(step.stockHeap, lastStock, n)
+		lastHeap, lastAlone, lastStock, endpoints = step.heap, step.aloneHeap, step.stockHeap, sizes.endpoints[i]
 		res.steps = append(res.steps, step)
 	}
 
@@ -229,8 +244,9 @@ func (b *bench) scaleRun(ctx context.Context) error {
 
 // scaleMeasure starts coredns on the ClusterSet as it is, and fills step
 // with its start-up, memory and lookup latencies; with answers, also the
-// answers about the biggest headless import.
-func (b *bench) scaleMeasure(ctx context.Context, start func(string) (*server, error), step *scaleStep, name string, answers bool) error {
+// answers about the biggest headless import. Then the live heap of the
+// multicluster plugin alone and of stock CoreDNS (scaleShares).
+func (b *bench) scaleMeasure(ctx context.Context, start func(string) (*server, error), kubeconfig string, step *scaleStep, name string, answers bool) error {
 	s, err := start(name)
 	if err != nil {
 		return err
@@ -282,7 +298,58 @@ func (b *bench) scaleMeasure(ctx context.Context, start func(string) (*server, e
 			return err
 		}
 	}
-	return nil
+	_ = s.stop()
+	step.aloneHeap, step.stockHeap, err = b.scaleShares(ctx, kubeconfig, name, step.imports)
+	return err
+}
+
+// scaleShares measures, one after the other, the live heap of coredns with
+// the multicluster plugin alone (corefileAlone) and of stock CoreDNS (none
+// without -stock), each started afresh on the ClusterSet as it is, once
+// ready and, for ours, once the last of imports answers.
+func (b *bench) scaleShares(ctx context.Context, kubeconfig, name string, imports int) (alone, stock uint64, err error) {
+	measure := func(name, binary, corefile string, imports int) (uint64, error) {
+		s, err := startServer(ctx, serverOptions{binary: binary, dir: b.dir, name: name, corefile: corefile,
+			kubeconfig: kubeconfig, readyTimeout: 10 * time.Minute})
+		if err != nil {
+			return 0, err
+		}
+		defer s.stop()
+		if imports > 0 {
+			if err := eventually(ctx, func() error {
+				return expectA(s, scaleImportName(imports-1, "clusterset"), importIP(imports-1))
+			}); err != nil {
+				return 0, err
+			}
+		}
+		_, heap, err := s.settledMemory(ctx, 60*time.Second)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w (exited: %v %v); its log ends with:\n%s", name, err, s.proc.Exited(), s.proc.Err(), process.LogTail(s.logPath, 40))
+		}
+		return heap, nil
+	}
+	// A server that fails is started again, twice at most: on a machine
+	// shared with other servers, the free ports it was given may be taken
+	// before it binds them.
+	again := func(name, binary, corefile string, imports int) (heap uint64, err error) {
+		for range 3 {
+			if heap, err = measure(name, binary, corefile, imports); err == nil || ctx.Err() != nil {
+				return heap, err
+			}
+			status("    %v; starting it again", err)
+		}
+		return 0, err
+	}
+	if alone, err = again(name+"-alone", b.cfg.coredns, corefileAlone, imports); err != nil {
+		return 0, 0, err
+	}
+	if b.cfg.stock != "" {
+		if stock, err = again(name+"-stock", b.cfg.stock, corefileWithout, 0); err != nil {
+			return 0, 0, err
+		}
+	}
+	status("    multicluster alone: live heap %.1f MiB; stock CoreDNS: %.1f MiB", mib(alone), mib(stock))
+	return alone, stock, nil
 }
 
 func scaleImportName(i int, zone string) string {
@@ -607,23 +674,32 @@ func (r *results) writeScale(p func(string, ...any)) {
 	p("start-up is the time to the first 200 of `/ready`, then memory is read as in Memory and start-up (VmRSS settled, live heap after a forced GC). ")
 	p("Bytes per import and per endpoint are the live heap the objects added since the step before cost, each ")
 	p("(the endpoints' figure includes the %d headless imports, created with the first endpoints). ", z.headless)
+	p("At each step two more servers start afresh, one after the other, and only their live heap is read: `build/coredns` with *multicluster* alone (no *kubernetes*, so no fallback zone), the plugin's own share; ")
+	p("and stock CoreDNS (`build/coredns-stock`, the Corefile without *multicluster*), whose kubernetes plugin caches every EndpointSlice, those of imports included, as the one beside *multicluster* does. ")
+	p("Targets: an import's heap of the whole server as deployed (<= 600 B), an endpoint's of the plugin alone (<= 150 B); what the kubernetes plugin beside it adds per endpoint is what stock CoreDNS pays for the same slices. ")
 	p("Lookup latencies are round trips of single A queries over UDP from one client, %d names of each kind spread over the set, %d rounds: ", z.lookups, z.rounds)
 	p("clusterset (`imp-N.%s.svc.clusterset.local`), fallback (the same imports in cluster.local) and local (%d ClusterIP Services, answered by *kubernetes*).\n\n", nsScaleImports, scaleLocal)
 	p("No imports (%d local Services): VmRSS %.1f MiB, live heap %.1f MiB.\n\n", scaleLocal, mib(s.baseRSS), mib(s.baseHeap))
-	p("| imports | headless | endpoints (slices) | created in | ready after | VmRSS (MiB) | live heap (MiB) | heap per new import | heap per new endpoint | RSS per object | clusterset p50 / p99 / p99.9 | fallback p50 / p99 / p99.9 | local p50 / p99 / p99.9 |\n")
-	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	p("No imports, live heap of *multicluster* alone: %.1f MiB; of stock CoreDNS: %.1f MiB.\n\n", mib(s.baseAloneHeap), mib(s.baseStockHeap))
+	p("| imports | headless | endpoints (slices) | created in | ready after | VmRSS (MiB) | live heap (MiB) | heap per new import (as deployed) | heap per new import (multicluster alone) | heap per new endpoint (multicluster alone) | heap per new endpoint (multicluster + kubernetes, as deployed) | heap per new endpoint (stock CoreDNS) | RSS per object | clusterset p50 / p99 / p99.9 | fallback p50 / p99 / p99.9 | local p50 / p99 / p99.9 |\n")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, st := range s.steps {
-		perImport, perEndpoint := "", ""
+		var perImport, perImportAlone, perEndpointAlone, perEndpoint, perEndpointStock string
 		if st.perImport != 0 {
 			perImport = fmt.Sprintf("%.0f B (target %d B: %s)", st.perImport, 600, verdict(600, st.perImport))
+			perImportAlone = fmt.Sprintf("%.0f B", st.perImportAlone)
 		}
 		if st.perEndpoint != 0 {
-			perEndpoint = fmt.Sprintf("%.0f B (target %d B: %s)", st.perEndpoint, 150, verdict(150, st.perEndpoint))
+			perEndpointAlone = fmt.Sprintf("%.0f B (target %d B: %s)", st.perEndpointAlone, 150, verdict(150, st.perEndpointAlone))
+			perEndpoint = fmt.Sprintf("%.0f B", st.perEndpoint)
+			if st.stockHeap != 0 {
+				perEndpointStock = fmt.Sprintf("%.0f B", st.perEndpointStock)
+			}
 		}
 		objects := st.imports + st.headless + st.endpoints
 		rssPer := float64(int64(st.rss)-int64(s.baseRSS)) / float64(objects)
-		p("| %d | %d | %d (%d) | %s | %s | %.1f | %.1f | %s | %s | %.0f B | %s | %s | %s |\n", st.imports, st.headless, st.endpoints, st.slices,
-			st.create.Round(100*time.Millisecond), ms(st.ready), mib(st.rss), mib(st.heap), perImport, perEndpoint, rssPer,
+		p("| %d | %d | %d (%d) | %s | %s | %.1f | %.1f | %s | %s | %s | %s | %s | %.0f B | %s | %s | %s |\n", st.imports, st.headless, st.endpoints, st.slices,
+			st.create.Round(100*time.Millisecond), ms(st.ready), mib(st.rss), mib(st.heap), perImport, perImportAlone, perEndpointAlone, perEndpoint, perEndpointStock, rssPer,
 			lat(st.lookups["clusterset"]), lat(st.lookups["fallback"]), lat(st.lookups["local"]))
 	}
 	p("\n\"RSS per object\" is VmRSS over the empty ClusterSet's, divided by imports + headless imports + endpoints, against CoreDNS's own rule of about 1 KB per Pod or Service ")

@@ -54,7 +54,7 @@ func TestScaleSmall(t *testing.T) {
 		t.Errorf("3 replicas: WATCH requests %d -> %d, kube-apiserver VmRSS %d", r.watchesBefore, r.watches, r.apiRSS)
 	}
 	for _, st := range s.steps {
-		if st.heap == 0 || st.rss == 0 || st.lookups["clusterset"].p50 == 0 || st.lookups["local"].p50 == 0 {
+		if st.heap == 0 || st.rss == 0 || st.aloneHeap == 0 || st.stockHeap == 0 || st.lookups["clusterset"].p50 == 0 || st.lookups["local"].p50 == 0 {
 			t.Errorf("step %+v measured nothing", st)
 		}
 	}

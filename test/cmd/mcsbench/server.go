@@ -40,6 +40,17 @@ const (
     }
 }
 `
+	// corefileAlone is the multicluster plugin alone (no fallback zone,
+	// which needs the kubernetes plugin): the scale section measures its
+	// own share of the heap with it.
+	corefileAlone = `.:{{.Port}} {
+    ready 127.0.0.1:{{.ReadyPort}}
+    pprof 127.0.0.1:{{.PprofPort}}
+    multicluster clusterset.local {
+        kubeconfig {{.Kubeconfig}}
+    }
+}
+`
 	corefileWith = `.:{{.Port}} {
     ready 127.0.0.1:{{.ReadyPort}}
     pprof 127.0.0.1:{{.PprofPort}}
