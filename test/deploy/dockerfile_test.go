@@ -120,10 +120,14 @@ func TestDockerfile(t *testing.T) {
 	}
 	builder, final := stages[0], stages[1]
 
-	// Builder: the Go release of go.mod, cross-compiling natively.
-	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(readRepoFile(t, "go.mod"))
+	// Builder: the Go release go.mod's toolchain line names (the one make
+	// builds with), cross-compiling natively.
+	goVersion := regexp.MustCompile(`(?m)^toolchain go(\d+\.\d+\.\d+)`).FindSubmatch(readRepoFile(t, "go.mod"))
 	if goVersion == nil {
-		t.Fatal("no go directive in go.mod")
+		t.Fatal("no toolchain line in go.mod")
+	}
+	if m := regexp.MustCompile(`(?m)^GO_TOOLCHAIN \?= (\S+)$`).FindSubmatch(readRepoFile(t, "Makefile")); m == nil || string(m[1]) != "go"+string(goVersion[1]) {
+		t.Errorf("the Makefile's GO_TOOLCHAIN is %q, go.mod's toolchain go%s", m, goVersion[1])
 	}
 	if want := "golang:" + string(goVersion[1]); globals["GO_IMAGE"] != want {
 		t.Errorf("ARG GO_IMAGE defaults to %q, want %q", globals["GO_IMAGE"], want)
