@@ -222,6 +222,31 @@ func addReleaseNotes(t testing.TB, root string) {
 	}
 }
 
+// clearReleaseNotes empties the "## Unreleased" section of the copy's
+// changelog: a version with nothing written for it yet.
+func clearReleaseNotes(t testing.TB, root string) {
+	t.Helper()
+	path := filepath.Join(root, "CHANGELOG.md")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const heading = "## Unreleased\n"
+	i := bytes.Index(data, []byte(heading))
+	if i < 0 {
+		t.Fatalf("CHANGELOG.md has no %q", heading)
+	}
+	start := i + len(heading)
+	end := bytes.Index(data[start:], []byte("\n## "))
+	if end < 0 {
+		t.Fatal("CHANGELOG.md has no section after Unreleased")
+	}
+	data = append(data[:start:start], data[start+end:]...)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // built is a release made by make release in a copy of the repository.
 type built struct {
 	root string // the copy

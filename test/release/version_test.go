@@ -103,8 +103,8 @@ func firstLines(out, substr string, n int) string {
 }
 
 // TestReleaseRefusesWithoutNotes: make release VERSION=... of a version
-// whose notes are not written (an empty Unreleased section) stops before it
-// changes or builds anything.
+// whose notes are not written (the copy's Unreleased section emptied) stops
+// before it changes or builds anything.
 func TestReleaseRefusesWithoutNotes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping: runs make release")
@@ -112,6 +112,7 @@ func TestReleaseRefusesWithoutNotes(t *testing.T) {
 	lookTool(t, "make", "apt-get install make")
 	root := filepath.Join(t.TempDir(), "src")
 	copyRepo(t, root)
+	clearReleaseNotes(t, root)
 	before, err := os.ReadFile(filepath.Join(root, "VERSION"))
 	if err != nil {
 		t.Fatal(err)
