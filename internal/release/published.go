@@ -16,8 +16,9 @@ const ChartDir = "charts/coredns-mcs"
 // files of dir, committed or not, and new ones git does not ignore) with the
 // chart of the release tag of version (refs/tags/VERSION), if that tag
 // exists: a chart version is published once, so that a chart changed since
-// its release needs a new version (the rule chart-testing's
-// check-version-increment enforces). A tree that is not a git checkout has
+// its release needs a new version (chart-testing's check-version-increment,
+// pkg/config/config.go of helm/chart-testing, against the release tag
+// instead of a target branch). A tree that is not a git checkout has
 // no tags: tagged is false.
 func PublishedChartChanges(root, version, dir string) (tagged bool, changed []string, err error) {
 	git := func(args ...string) ([]byte, error) {
