@@ -245,16 +245,7 @@ func ChartChanges(chart []byte, notes []string) ([]byte, error) {
 		return nil, fmt.Errorf("no annotation %q", strings.TrimSpace(changesAnnotation))
 	}
 	start := i + len(changesAnnotation)
-	end := start
-	for end < len(chart) && bytes.HasPrefix(chart[end:], []byte("    ")) {
-		nl := bytes.IndexByte(chart[end:], '\n')
-		if nl < 0 {
-			end = len(chart)
-			break
-		}
-		end += nl + 1
-	}
-	if end != len(chart) {
+	if blockEnd(chart, start) != len(chart) {
 		return nil, fmt.Errorf("artifacthub.io/changes must be the last annotation, at the end of the file")
 	}
 	var b bytes.Buffer
@@ -267,6 +258,20 @@ func ChartChanges(chart []byte, notes []string) ([]byte, error) {
 		fmt.Fprintf(&b, "    - %s\n", q)
 	}
 	return b.Bytes(), nil
+}
+
+// blockEnd returns where the lines indented by four spaces from start on
+// (an annotation's block) end.
+func blockEnd(chart []byte, start int) int {
+	end := start
+	for end < len(chart) && bytes.HasPrefix(chart[end:], []byte("    ")) {
+		nl := bytes.IndexByte(chart[end:], '\n')
+		if nl < 0 {
+			return len(chart)
+		}
+		end += nl + 1
+	}
+	return end
 }
 
 // signKeyAnnotation is ArtifactHub's annotation of the key that signs the
@@ -288,16 +293,7 @@ func ChartSignKey(chart []byte, fingerprint, url string) ([]byte, error) {
 		return nil, fmt.Errorf("signing key address %q: want an http(s) URL", url)
 	}
 	if i := bytes.Index(chart, []byte(signKeyAnnotation)); i >= 0 {
-		end := i + len(signKeyAnnotation)
-		for end < len(chart) && bytes.HasPrefix(chart[end:], []byte("    ")) {
-			nl := bytes.IndexByte(chart[end:], '\n')
-			if nl < 0 {
-				end = len(chart)
-				break
-			}
-			end += nl + 1
-		}
-		chart = append(chart[:i:i], chart[end:]...)
+		chart = append(chart[:i:i], chart[blockEnd(chart, i+len(signKeyAnnotation)):]...)
 	}
 	i := bytes.Index(chart, []byte(changesAnnotation))
 	if i < 0 {

@@ -206,25 +206,20 @@ func copyFile(src, dst string, perm fs.FileMode) error {
 // addReleaseNotes writes a note under "## Unreleased" of the copy's
 // changelog, as a release engineer does before make release.
 func addReleaseNotes(t testing.TB, root string) {
-	t.Helper()
-	path := filepath.Join(root, "CHANGELOG.md")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const heading = "## Unreleased\n"
-	if !bytes.Contains(data, []byte(heading)) {
-		t.Fatalf("CHANGELOG.md has no %q", heading)
-	}
-	data = bytes.Replace(data, []byte(heading), []byte(heading+"\n- The release the tests build: every artifact, signed and checked.\n"), 1)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	editUnreleased(t, root, func(notes []byte) []byte {
+		return append([]byte("\n- The release the tests build: every artifact, signed and checked.\n"), notes...)
+	})
 }
 
 // clearReleaseNotes empties the "## Unreleased" section of the copy's
 // changelog: a version with nothing written for it yet.
 func clearReleaseNotes(t testing.TB, root string) {
+	editUnreleased(t, root, func([]byte) []byte { return nil })
+}
+
+// editUnreleased replaces what the copy's changelog holds between
+// "## Unreleased" and the next section by edit of it.
+func editUnreleased(t testing.TB, root string, edit func(notes []byte) []byte) {
 	t.Helper()
 	path := filepath.Join(root, "CHANGELOG.md")
 	data, err := os.ReadFile(path)
@@ -241,8 +236,8 @@ func clearReleaseNotes(t testing.TB, root string) {
 	if end < 0 {
 		t.Fatal("CHANGELOG.md has no section after Unreleased")
 	}
-	data = append(data[:start:start], data[start+end:]...)
-	if err := os.WriteFile(path, data, 0o644); err != nil {
+	out := append(append(append([]byte{}, data[:start]...), edit(bytes.Clone(data[start:start+end]))...), data[start+end:]...)
+	if err := os.WriteFile(path, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -478,28 +477,15 @@ func ptrTo[T any](v T) *T { return &v }
 // address.
 func (b *bench) scaleSpike(ctx context.Context, cp *controlplane.ControlPlane, imports, endpoints int) error {
 	res := b.res.scale
-	start := func(name, binary, corefile string, env []string) (*server, error) {
-		return startServer(ctx, serverOptions{binary: binary, dir: b.dir, name: name, corefile: corefile,
-			kubeconfig: cp.Kubeconfig, readyTimeout: 10 * time.Minute, env: env})
-	}
-	ours, err := start("coredns-mcs", b.cfg.coredns, corefileWith, nil)
+	servers, objects, err := b.startSideBySide(ctx, cp.Kubeconfig, "", imports, endpoints)
 	if err != nil {
 		return err
 	}
-	defer ours.stop()
-	servers := []*server{ours}
-	objects := []string{fmt.Sprintf("%d imports, %d endpoints, %d + %d Services", imports, endpoints, imports, scaleLocal)}
-	if b.cfg.stock != "" {
-		stock, err := start("stock CoreDNS", b.cfg.stock, corefileWithout, nil)
-		if err != nil {
-			return err
+	defer func() {
+		for _, s := range servers {
+			_ = s.stop()
 		}
-		defer stock.stop()
-		servers = append(servers, stock)
-		// Its kubernetes plugin caches every EndpointSlice, those of
-		// imports included.
-		objects = append(objects, fmt.Sprintf("%d + %d Services, the %d endpoints' slices", imports, scaleLocal, endpoints))
-	}
+	}()
 	rows, err := b.spikeRound(ctx, cp, servers, objects)
 	if err != nil {
 		return err
@@ -509,14 +495,12 @@ func (b *bench) scaleSpike(ctx context.Context, cp *controlplane.ControlPlane, i
 		_ = s.stop()
 	}
 
-	limit := uint64(spikeLimit * float64(rows[0].steady))
-	soft := uint64(0.9 * float64(limit)) // memlimit.Fraction
-	res.spikeGoMemLimit = soft
-	limited, err := start("coredns-mcs-gomemlimit", b.cfg.coredns, corefileWith, []string{fmt.Sprintf("GOMEMLIMIT=%d", soft)})
+	limited, soft, err := b.startLimited(ctx, cp.Kubeconfig, "coredns-mcs-gomemlimit", rows[0].steady)
 	if err != nil {
 		return err
 	}
 	defer limited.stop()
+	res.spikeGoMemLimit = soft
 	rows, err = b.spikeRound(ctx, cp, []*server{limited}, objects[:1])
 	for i := range rows {
 		rows[i].server = fmt.Sprintf("coredns-mcs, GOMEMLIMIT %.0f MiB", mib(soft))
@@ -534,36 +518,14 @@ const spikeLimit = 1.3
 func (b *bench) spikeRound(ctx context.Context, cp *controlplane.ControlPlane, servers []*server, objects []string) ([]spikeRow, error) {
 	res := b.res.scale
 	ours := servers[0]
-	steady := make([]uint64, len(servers))
-	var err error
-	for i, s := range servers {
-		if steady[i], _, err = s.settledMemory(ctx, 60*time.Second); err != nil {
-			return nil, err
-		}
-	}
-
-	// Sampling and asking, until stopped.
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	peaks := make([]atomic.Uint64, len(servers))
-	for i, s := range servers {
-		wg.Go(func() {
-			for {
-				if v, err := s.rss(); err == nil && v > peaks[i].Load() {
-					peaks[i].Store(v)
-				}
-				select {
-				case <-stop:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-			}
-		})
+	m, err := newRelistMeter(ctx, servers)
+	if err != nil {
+		return nil, err
 	}
 	var queries, failures, timeouts atomic.Int64
 	var firstFail atomic.Value
 	imports := b.res.scale.steps[len(b.res.scale.steps)-1].imports
-	wg.Go(func() {
+	m.wg.Go(func() {
 		c, err := newDNSClient(ours.addr)
 		if err != nil {
 			firstFail.Store(err.Error())
@@ -572,7 +534,7 @@ func (b *bench) spikeRound(ctx context.Context, cp *controlplane.ControlPlane, s
 		defer c.close()
 		for i := 0; ; i++ {
 			select {
-			case <-stop:
+			case <-m.stopped:
 				return
 			default:
 			}
@@ -592,8 +554,7 @@ func (b *bench) spikeRound(ctx context.Context, cp *controlplane.ControlPlane, s
 		}
 	})
 	done := func(err error) ([]spikeRow, error) {
-		close(stop)
-		wg.Wait()
+		m.stop()
 		res.spikeQueries += int(queries.Load())
 		res.spikeFailures += int(failures.Load())
 		res.spikeTimeouts += int(timeouts.Load())
@@ -619,18 +580,11 @@ func (b *bench) spikeRound(ctx context.Context, cp *controlplane.ControlPlane, s
 	back := time.Since(stopped)
 	// The relist is under way once the API answers again; RSS settles
 	// when it is done.
-	for _, s := range servers {
-		if _, _, err := s.settledMemory(ctx, 90*time.Second); err != nil {
-			return done(fmt.Errorf("%s after the restart: %w (exited: %v %v); its log ends with:\n%s", s.name, err, s.proc.Exited(), s.proc.Err(), process.LogTail(s.logPath, 40)))
-		}
+	if err := m.settle(ctx, "the restart"); err != nil {
+		return done(err)
 	}
 	_, _ = done(nil)
-	var rows []spikeRow
-	for i, s := range servers {
-		rows = append(rows, spikeRow{server: s.name, objects: objects[i], steady: steady[i], peak: max(peaks[i].Load(), steady[i]), relistDuration: back})
-		status("  %s: steady VmRSS %.1f MiB, peak %.1f MiB (%.2fx)", s.name, mib(steady[i]), mib(peaks[i].Load()), float64(peaks[i].Load())/float64(steady[i]))
-	}
-	return rows, nil
+	return m.rows(objects, back), nil
 }
 
 // waitLog waits until the log at path holds a line containing text.

@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
-	"github.com/coredns-mcs/coredns-mcs/test/internal/process"
 )
 
 // The relist spike's second cause: every watch of the servers expires
@@ -342,26 +341,15 @@ func (b *bench) scaleExpiry(ctx context.Context, cp *controlplane.ControlPlane, 
 	if err := writeProxyKubeconfig(cp.Kubeconfig, kubeconfig, "https://"+proxy.addr); err != nil {
 		return err
 	}
-	start := func(name, binary, corefile string, env []string) (*server, error) {
-		return startServer(ctx, serverOptions{binary: binary, dir: b.dir, name: name, corefile: corefile,
-			kubeconfig: kubeconfig, readyTimeout: 10 * time.Minute, env: env})
-	}
-	ours, err := start("coredns-mcs-expiry", b.cfg.coredns, corefileWith, nil)
+	servers, objects, err := b.startSideBySide(ctx, kubeconfig, "-expiry", imports, endpoints)
 	if err != nil {
 		return err
 	}
-	defer ours.stop()
-	servers := []*server{ours}
-	objects := []string{fmt.Sprintf("%d imports, %d endpoints, %d + %d Services", imports, endpoints, imports, scaleLocal)}
-	if b.cfg.stock != "" {
-		stock, err := start("stock CoreDNS-expiry", b.cfg.stock, corefileWithout, nil)
-		if err != nil {
-			return err
+	defer func() {
+		for _, s := range servers {
+			_ = s.stop()
 		}
-		defer stock.stop()
-		servers = append(servers, stock)
-		objects = append(objects, fmt.Sprintf("%d + %d Services, the %d endpoints' slices", imports, scaleLocal, endpoints))
-	}
+	}()
 	names := []string{"coredns-mcs", "stock CoreDNS"}
 	rows, err := b.expiryRound(ctx, c, proxy, servers, objects, imports, 1, strings.Join(names[:len(servers)], " and "))
 	if err != nil {
@@ -378,13 +366,12 @@ func (b *bench) scaleExpiry(ctx context.Context, cp *controlplane.ControlPlane, 
 		return nil // the smoke test: one round exercises it all
 	}
 
-	soft := uint64(0.9 * spikeLimit * float64(rows[0].steady)) // memlimit.Fraction
-	res.goMemLimit = soft
-	limited, err := start("coredns-mcs-expiry-gomemlimit", b.cfg.coredns, corefileWith, []string{fmt.Sprintf("GOMEMLIMIT=%d", soft)})
+	limited, soft, err := b.startLimited(ctx, kubeconfig, "coredns-mcs-expiry-gomemlimit", rows[0].steady)
 	if err != nil {
 		return err
 	}
 	defer limited.stop()
+	res.goMemLimit = soft
 	label := fmt.Sprintf("coredns-mcs, GOMEMLIMIT %.0f MiB", mib(soft))
 	rows, err = b.expiryRound(ctx, c, proxy, []*server{limited}, objects[:1], imports, 2, label)
 	for i := range rows {
@@ -400,12 +387,9 @@ func (b *bench) scaleExpiry(ctx context.Context, cp *controlplane.ControlPlane, 
 func (b *bench) expiryRound(ctx context.Context, c *cluster, proxy *apiProxy, servers []*server, objects []string, imports, round int, label string) ([]spikeRow, error) {
 	res := b.res.scale.expiry
 	ours := servers[0]
-	steady := make([]uint64, len(servers))
-	var err error
-	for i, s := range servers {
-		if steady[i], _, err = s.settledMemory(ctx, 60*time.Second); err != nil {
-			return nil, err
-		}
+	m, err := newRelistMeter(ctx, servers)
+	if err != nil {
+		return nil, err
 	}
 	rec := expiryRound{servers: label, writes: map[string]int{}, oursExpired: map[string]int{}}
 
@@ -421,26 +405,9 @@ func (b *bench) expiryRound(ctx context.Context, c *cluster, proxy *apiProxy, se
 	}
 	changed := res.changed
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	peaks := make([]atomic.Uint64, len(servers))
-	for i, s := range servers {
-		wg.Go(func() {
-			for {
-				if v, err := s.rss(); err == nil && v > peaks[i].Load() {
-					peaks[i].Store(v)
-				}
-				select {
-				case <-stop:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-			}
-		})
-	}
 	var queries, failures, timeouts, backwards atomic.Int64
 	var firstFail atomic.Value
-	wg.Go(func() {
+	m.wg.Go(func() {
 		cl, err := newDNSClient(ours.addr)
 		if err != nil {
 			firstFail.Store(err.Error())
@@ -449,7 +416,7 @@ func (b *bench) expiryRound(ctx context.Context, c *cluster, proxy *apiProxy, se
 		defer cl.close()
 		for i := 0; ; i++ {
 			select {
-			case <-stop:
+			case <-m.stopped:
 				return
 			default:
 			}
@@ -484,8 +451,7 @@ func (b *bench) expiryRound(ctx context.Context, c *cluster, proxy *apiProxy, se
 		}
 	})
 	done := func(err error) ([]spikeRow, error) {
-		close(stop)
-		wg.Wait()
+		m.stop()
 		rec.queries, rec.failures, rec.backwards = int(queries.Load()), int(failures.Load()), int(backwards.Load())
 		res.queries += int(queries.Load())
 		res.failures += int(failures.Load())
@@ -593,18 +559,12 @@ func (b *bench) expiryRound(ctx context.Context, c *cluster, proxy *apiProxy, se
 		}
 	}
 	rec.newAfter = time.Since(reopened)
-	for _, s := range servers {
-		if _, _, err := s.settledMemory(ctx, 90*time.Second); err != nil {
-			return done(fmt.Errorf("%s after the watches expired: %w (exited: %v %v); its log ends with:\n%s", s.name, err, s.proc.Exited(), s.proc.Err(), process.LogTail(s.logPath, 40)))
-		}
+	if err := m.settle(ctx, "the watches expired"); err != nil {
+		return done(err)
 	}
 	rec.oursExpired = expiredLines(ours.logPath)
 	_, _ = done(nil)
-	var rows []spikeRow
-	for i, s := range servers {
-		rows = append(rows, spikeRow{server: s.name, objects: objects[i], steady: steady[i], peak: max(peaks[i].Load(), steady[i]), relistDuration: back})
-		status("  %s: steady VmRSS %.1f MiB, peak %.1f MiB (%.2fx)", s.name, mib(steady[i]), mib(peaks[i].Load()), float64(peaks[i].Load())/float64(steady[i]))
-	}
+	rows := m.rows(objects, back)
 	status("  our coredns logged expired watches: %v; new addresses served %s after the proxy listened again", rec.oursExpired, rec.newAfter.Round(time.Millisecond))
 	return rows, nil
 }
