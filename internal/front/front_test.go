@@ -74,6 +74,11 @@ func TestServers(t *testing.T) {
 		"kubernetes cluster.local {\n        pods insecure\n        ttl 30\n        fallthrough cluster.local\n    }",
 		"    bind 127.0.0.1\n",
 		"rcode NXDOMAIN",
+		// The stand-in's answer is never cached: TTL 0, and no least
+		// denial TTL in the forwarding blocks' caches.
+		`authority "{{ .Zone }} 0 IN SOA ns.dns.{{ .Zone }} hostmaster.{{ .Zone }} 1 7200 1800 86400 0"`,
+		"cache 30 {\n        disable success cluster.local\n        denial 10000 30 0\n    }",
+		"cache 30 {\n        denial 10000 30 0\n    }",
 	} {
 		if !strings.Contains(corefile, want) {
 			t.Errorf("the Corefile lacks %q:\n%s", want, corefile)

@@ -2,6 +2,7 @@ package multicluster
 
 import (
 	"math/rand/v2"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -175,9 +176,19 @@ func TestSerialConcurrent(t *testing.T) {
 			}
 		})
 	}
+	// The clock moves a second at a time, each once the changing and
+	// handing-out goroutines have brought the serial to the second before.
+	deadline := time.Now().Add(time.Minute)
 	for range 20 {
 		clock.add(1)
-		time.Sleep(time.Millisecond)
+		for c.Load() != uint32(clock.now()) {
+			if time.Now().After(deadline) {
+				close(stop)
+				wg.Wait()
+				t.Fatalf("the serial stayed %d with the clock at %d", c.Load(), clock.now())
+			}
+			runtime.Gosched()
+		}
 	}
 	close(stop)
 	wg.Wait()
