@@ -126,7 +126,7 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 		// process runs); the RealFIFO's queue is a slice that is dropped
 		// once drained. slim thins each object as it is queued.
 		Queue:            cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: store, Transformer: slim}),
-		ListerWatcher:    cache.ToListWatcherWithWatchListSemantics(reporting(kind, lw, onError, retry), listThenWatch{}),
+		ListerWatcher:    cache.ToListWatcherWithWatchListSemantics(thinPages(reporting(kind, lw, onError, retry)), listThenWatch{}),
 		ObjectType:       objType,
 		Process:          process,
 		FullResyncPeriod: 0,

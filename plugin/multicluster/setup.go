@@ -18,6 +18,7 @@ import (
 	"github.com/coredns/coredns/plugin/kubernetes"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/miekg/dns"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	kubeclient "k8s.io/client-go/kubernetes"
@@ -201,7 +202,15 @@ func (m *Multicluster) startWatching() error {
 		return err
 	}
 	cfg.UserAgent = userAgent()
-	kube, err := kubeclient.NewForConfig(cfg)
+	// Built-in kinds (EndpointSlices, Services, Namespaces) travel as
+	// protobuf, as the kubernetes plugin asks for them (plugin/kubernetes/
+	// kubernetes.go in CoreDNS): decoding an EndpointSlice event is most of
+	// what an update costs the plugin. ServiceImports and ClusterProperties,
+	// custom resources, have JSON only.
+	kcfg := rest.CopyConfig(cfg)
+	kcfg.ContentType = k8sruntime.ContentTypeProtobuf
+	kcfg.AcceptContentTypes = k8sruntime.ContentTypeProtobuf + "," + k8sruntime.ContentTypeJSON
+	kube, err := kubeclient.NewForConfig(kcfg)
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
