@@ -20,8 +20,8 @@ type pagedSlices struct {
 	all       []discovery.EndpointSlice
 	requests  []meta.ListOptions
 	handedOut []*discovery.EndpointSliceList
-	failAt    int   // request index that fails, -1 for none
-	sameToken bool  // return the request's continue token again
+	failAt    int  // request index that fails, -1 for none
+	sameToken bool // return the request's continue token again
 }
 
 func (p *pagedSlices) list(_ context.Context, o meta.ListOptions) (runtime.Object, error) {
