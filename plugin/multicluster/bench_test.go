@@ -242,3 +242,49 @@ func BenchmarkClustersetASources(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPTRHeadless answers the PTR query of the last endpoint of a
+// headless import's slice: the name is read from the slice that claims the
+// address, whose endpoints are scanned (the API allows at most 1,000 per
+// slice), rather than kept prepared for every address.
+func BenchmarkPTRHeadless(b *testing.B) {
+	for _, n := range []int{40, 1000} {
+		b.Run(fmt.Sprintf("endpoints=%d", n), func(b *testing.B) {
+			m := benchPlugin(b)
+			spec, _, err := newImportSpec(importFields{namespace: "ns1", name: "db", typ: "Headless", ports: []portFields{{name: "pg", port: 5432}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			m.sources.setImport(spec)
+			var eps []discovery.Endpoint
+			for i := range n {
+				eps = append(eps, ep(fmt.Sprintf("10.7.%d.%d", i/250, i%250+1), fmt.Sprintf("db-%d", i), nil))
+			}
+			slice, _, err := newSliceSpec(&discovery.EndpointSlice{
+				ObjectMeta:  meta.ObjectMeta{Namespace: "ns1", Name: "db-east", Labels: map[string]string{labelServiceName: "db", labelSourceCluster: "east"}},
+				AddressType: discovery.AddressTypeIPv4,
+				Endpoints:   eps,
+			}, len(defaultZone))
+			if err != nil {
+				b.Fatal(err)
+			}
+			m.sources.setSlice(slice)
+			last := n - 1
+			ctx := context.Background()
+			r := new(dns.Msg)
+			r.SetQuestion(fmt.Sprintf("%d.%d.7.10.in-addr.arpa.", last%250+1, last/250), dns.TypePTR)
+			rec := dnstest.NewRecorder(&test.ResponseWriter{})
+			m.ServeDNS(ctx, rec, r)
+			want := fmt.Sprintf("db-%d.east.db.ns1.svc.clusterset.local.", last)
+			if rec.Msg == nil || len(rec.Msg.Answer) != 1 || rec.Msg.Answer[0].(*dns.PTR).Ptr != want {
+				b.Fatalf("answer %v, want %s", rec.Msg, want)
+			}
+			w := &nullWriter{}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				m.ServeDNS(ctx, w, r)
+			}
+		})
+	}
+}
