@@ -196,7 +196,7 @@ func userAgent() string {
 
 // clientConfigs returns the configuration of the plugin's clients: cfg for
 // custom resources (ServiceImports, ClusterProperties: JSON only), and one
-// for built-in kinds (EndpointSlices, Services, Namespaces) that asks for
+// for built-in kinds (EndpointSlices, Services) that asks for
 // protobuf, as the kubernetes plugin does (plugin/kubernetes/kubernetes.go in
 // CoreDNS): BenchmarkSliceDecode decodes a slice of 40 endpoints from
 // protobuf in about a sixth of the CPU time JSON takes, and a rolling update
