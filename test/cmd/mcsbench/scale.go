@@ -50,6 +50,12 @@ type scaleSizes struct {
 	lookups   int   // names of each kind timed, per round
 	rounds    int   // lookup rounds
 	replicas  []int // coredns processes against one API server
+	// etcdWatches: the scale run's kube-apiserver has its watch cache off
+	// (--watch-cache=false) and serves every list and watch from etcd, so
+	// that the watch expiry compacts etcd instead of outwaiting the watch
+	// cache's event freshness (watchexpiry.go). The smoke size only: the
+	// field's API servers, and the full and medium sizes, keep the cache.
+	etcdWatches bool
 }
 
 // scaleSizesFor returns the sizes of "full", the ClusterSet the section is
@@ -61,7 +67,7 @@ func scaleSizesFor(name string) (scaleSizes, error) {
 	case "medium":
 		return scaleSizes{name: name, imports: []int{10000, 100000}, endpoints: []int{20000, 100000}, headless: 1000, clusters: 255, biggest: 10000, lookups: 2000, rounds: 5, replicas: []int{1, 10, 30}}, nil
 	case "small":
-		return scaleSizes{name: name, imports: []int{200, 1000}, endpoints: []int{500, 2000}, headless: 20, clusters: 8, biggest: 400, lookups: 100, rounds: 2, replicas: []int{1, 3}}, nil
+		return scaleSizes{name: name, imports: []int{200, 1000}, endpoints: []int{500, 2000}, headless: 20, clusters: 8, biggest: 400, lookups: 100, rounds: 2, replicas: []int{1, 3}, etcdWatches: true}, nil
 	}
 	return scaleSizes{}, fmt.Errorf("scale size %q: want full, medium or small", name)
 }
@@ -132,7 +138,11 @@ func (b *bench) scaleRun(ctx context.Context) error {
 	res := &scaleResults{sizes: sizes}
 	b.res.scale = res
 	b.phase("scale: control plane")
-	cp, c, stop, err := b.startControlPlane(ctx, "scale ("+sizes.name+"): ")
+	var flags []string
+	if sizes.etcdWatches {
+		flags = append(flags, "--watch-cache=false")
+	}
+	cp, c, stop, err := b.startControlPlane(ctx, "scale ("+sizes.name+"): ", flags...)
 	if err != nil {
 		return err
 	}
@@ -624,6 +634,9 @@ func (r *results) writeScale(p func(string, ...any)) {
 	p("A synthetic ClusterSet on an API server of its own (`-scale-size %s`): ClusterSetIP ServiceImports in `%s` (one address, one port each), ", z.name, nsScaleImports)
 	p("%d headless imports in `%s` whose EndpointSlices (at most %d ready endpoints each, no host names) come from up to %d source clusters; ", z.headless, nsScaleHeadless, scalePerSlice, z.clusters)
 	p("the biggest headless import has %d endpoints from %d clusters, the others share the rest. ", z.biggest, min(z.clusters, z.biggest/scalePerSlice))
+	if z.etcdWatches {
+		p("At this size kube-apiserver runs with `--watch-cache=false`: it serves every list and watch from etcd, not from its watch cache as the field's API servers (and the full and medium sizes) do. ")
+	}
 	p("At each step `build/coredns` starts afresh with the throughput section's Corefile (*multicluster* and *kubernetes*), not pinned; ")
 	p("start-up is the time to the first 200 of `/ready`, then memory is read as in Memory and start-up (VmRSS settled, live heap after a forced GC). ")
 	p("Bytes per import and per endpoint are the live heap the objects added since the step before cost, each ")
