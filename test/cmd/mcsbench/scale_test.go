@@ -90,7 +90,7 @@ func TestScaleSmall(t *testing.T) {
 	}
 	var out strings.Builder
 	b.res.writeScale(func(format string, args ...any) { fmt.Fprintf(&out, format, args...) })
-	for _, want := range []string{"## Scale", "### Relist spike", "| 1000 | 20 | 2000 ", "### The API server's side", "### Churn at scale", "stock CoreDNS, watches expired", "data going backwards): 0", "`--watch-cache=false`"} {
+	for _, want := range []string{"## Scale", "### Relist spike", "| 1000 | 20 | 2000 ", "### The API server's side", "### Churn at scale", "stock CoreDNS, watches expired", "data going backwards): 0", "`--watch-cache=false`", "VmRSS is read every 100ms"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the section lacks %q:\n%s", want, out.String())
 		}
