@@ -204,6 +204,9 @@ func (p *prometheusServer) query(expr string) (int, error) {
 // resolves once the fault is repaired. Then every query of the shipped
 // dashboard is run against what Prometheus collected.
 func TestAlertsWithPrometheus(t *testing.T) {
+	// Its own API server, no fixed port, most of it waiting: it runs beside
+	// the package's other parallel tests, after the serial ones.
+	t.Parallel()
 	c := startOwnCluster(t, controlplane.Options{InstallCRDs: true})
 	ctx := context.Background()
 	const user = "coredns-monitored"

@@ -303,6 +303,9 @@ func expectDegradedLocalIntact(t *testing.T, with resilientServer, without *serv
 // kubernetes plugin reads, and EndpointSlices, but not ServiceImports; then
 // the permission is granted, and the plugin heals by itself.
 func TestDegradedWithoutRBAC(t *testing.T) {
+	// Its own API server, no fixed port, most of it waiting: it runs beside
+	// the package's other parallel tests, after the serial ones.
+	t.Parallel()
 	c := startOwnCluster(t, controlplane.Options{InstallCRDs: true})
 	const user = "coredns-without-mcs"
 	c.grant(t, "coredns-base", user,
@@ -398,6 +401,9 @@ func (o *outageTally) add(kind *int, example string) {
 // through an API server that is down, so "created during the outage" is
 // taken as "created as soon as it returns".)
 func TestAPIServerOutage(t *testing.T) {
+	// Its own API server, no fixed port, most of it waiting: it runs beside
+	// the package's other parallel tests, after the serial ones.
+	t.Parallel()
 	c := startOwnCluster(t, controlplane.Options{InstallCRDs: true})
 	ns := c.namespace(t, "outage")
 	local := c.service(t, ns, "local")
@@ -701,6 +707,9 @@ func TestHugeImport(t *testing.T) {
 // server is up the plugin finds the CRD, syncs and answers, without a
 // restart.
 func TestAPIServerDownAtStart(t *testing.T) {
+	// Its own API server, no fixed port, most of it waiting: it runs beside
+	// the package's other parallel tests, after the serial ones.
+	t.Parallel()
 	c := startOwnCluster(t, controlplane.Options{InstallCRDs: true})
 	ns := c.namespace(t, "late")
 	c.createImport(t, newImport(ns, "web", "10.42.14.1"))

@@ -105,7 +105,7 @@ func run() error {
 	flag.BoolVar(&c.scale, "scale", true, "measure the scale section (a synthetic ClusterSet on an API server of its own) after everything else")
 	flag.BoolVar(&c.scaleOnly, "scale-only", false, "measure only the scale section, and write it into -out in place of the Scale section there")
 	flag.BoolVar(&c.churnOnly, "scale-churn-only", false, "measure only the scale section's churn phase, on the last step's ClusterSet (or with -scale-size churn on the medium size's endpoints beside 10,000 imports), and write it into -out in place of its \"Churn at scale\" subsection")
-	flag.StringVar(&c.scaleSize, "scale-size", "full", "the scale section's ClusterSet: full (10k, 100k imports; 100k, 1M endpoints), medium (10k, 100k imports; 20k, 100k endpoints) or small (a smoke test)")
+	flag.StringVar(&c.scaleSize, "scale-size", "full", "the scale section's ClusterSet: full (10k, 100k imports; 100k, 1M endpoints), medium (10k, 100k imports; 20k, 100k endpoints) or small (a smoke test; its API server serves watches from etcd, without a watch cache)")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -303,19 +303,20 @@ func (b *bench) againstAPIServer(ctx context.Context) error {
 }
 
 // startControlPlane starts etcd and kube-apiserver (what names them in the
-// log) and the clients that write the benchmark's objects; stop stops them.
-func (b *bench) startControlPlane(ctx context.Context, what string) (cp *controlplane.ControlPlane, c *cluster, stop func(), err error) {
+// log; apiServerFlags are extra flags of kube-apiserver) and the clients
+// that write the benchmark's objects; stop stops them.
+func (b *bench) startControlPlane(ctx context.Context, what string, apiServerFlags ...string) (cp *controlplane.ControlPlane, c *cluster, stop func(), err error) {
 	assets, err := controlplane.Assets()
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	b.res.machine.apiserver = firstLine(filepath.Join(assets, "kube-apiserver"), "--version")
 	b.res.machine.etcd = firstLine(filepath.Join(assets, "etcd"), "--version")
-	status("%sstarting etcd and kube-apiserver", what)
+	status("%sstarting etcd and kube-apiserver %s", what, strings.Join(apiServerFlags, " "))
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	// Restarted under a large ClusterSet (the scale section), the API
 	// server takes minutes to be ready again on a busy machine.
-	cp, err = controlplane.Start(startCtx, controlplane.Options{InstallCRDs: true, AssetsDir: assets, StartTimeout: 10 * time.Minute})
+	cp, err = controlplane.Start(startCtx, controlplane.Options{InstallCRDs: true, AssetsDir: assets, StartTimeout: 10 * time.Minute, APIServerFlags: apiServerFlags})
 	cancel()
 	if err != nil {
 		return nil, nil, nil, err

@@ -16,7 +16,7 @@ import (
 func (b *bench) startSideBySide(ctx context.Context, kubeconfig, suffix string, imports, endpoints int) (servers []*server, objects []string, err error) {
 	start := func(name, binary, corefile string) (*server, error) {
 		return startServer(ctx, serverOptions{binary: binary, dir: b.dir, name: name + suffix, corefile: corefile,
-			kubeconfig: kubeconfig, readyTimeout: 10 * time.Minute})
+			kubeconfig: kubeconfig, readyTimeout: 10 * time.Minute, settleEvery: b.res.scale.sizes.settleEvery})
 	}
 	ours, err := start("coredns-mcs", b.cfg.coredns, corefileWith)
 	if err != nil {
@@ -45,7 +45,8 @@ func (b *bench) startSideBySide(ctx context.Context, kubeconfig, suffix string, 
 func (b *bench) startLimited(ctx context.Context, kubeconfig, name string, steady uint64) (*server, uint64, error) {
 	soft := uint64(0.9 * spikeLimit * float64(steady))
 	s, err := startServer(ctx, serverOptions{binary: b.cfg.coredns, dir: b.dir, name: name, corefile: corefileWith,
-		kubeconfig: kubeconfig, readyTimeout: 10 * time.Minute, env: []string{fmt.Sprintf("GOMEMLIMIT=%d", soft)}})
+		kubeconfig: kubeconfig, readyTimeout: 10 * time.Minute, env: []string{fmt.Sprintf("GOMEMLIMIT=%d", soft)},
+		settleEvery: b.res.scale.sizes.settleEvery})
 	return s, soft, err
 }
 

@@ -50,6 +50,17 @@ type scaleSizes struct {
 	lookups   int   // names of each kind timed, per round
 	rounds    int   // lookup rounds
 	replicas  []int // coredns processes against one API server
+	// etcdWatches: the scale run's kube-apiserver has its watch cache off
+	// (--watch-cache=false) and serves every list and watch from etcd, so
+	// that the watch expiry compacts etcd instead of outwaiting the watch
+	// cache's event freshness (watchexpiry.go). The smoke size only: the
+	// field's API servers, and the full and medium sizes, keep the cache.
+	etcdWatches bool
+	// settleEvery is how often the section's servers read VmRSS until it
+	// settles (server.settledMemory); 0 means settleInterval, as in the
+	// Memory section. The smoke size reads it more often: it checks that
+	// memory is measured, not what it is.
+	settleEvery time.Duration
 }
 
 // scaleSizesFor returns the sizes of "full", the ClusterSet the section is
@@ -61,7 +72,7 @@ func scaleSizesFor(name string) (scaleSizes, error) {
 	case "medium":
 		return scaleSizes{name: name, imports: []int{10000, 100000}, endpoints: []int{20000, 100000}, headless: 1000, clusters: 255, biggest: 10000, lookups: 2000, rounds: 5, replicas: []int{1, 10, 30}}, nil
 	case "small":
-		return scaleSizes{name: name, imports: []int{200, 1000}, endpoints: []int{500, 2000}, headless: 20, clusters: 8, biggest: 400, lookups: 100, rounds: 2, replicas: []int{1, 3}}, nil
+		return scaleSizes{name: name, imports: []int{200, 1000}, endpoints: []int{500, 2000}, headless: 20, clusters: 8, biggest: 400, lookups: 100, rounds: 2, replicas: []int{1, 3}, etcdWatches: true, settleEvery: 100 * time.Millisecond}, nil
 	}
 	return scaleSizes{}, fmt.Errorf("scale size %q: want full, medium or small", name)
 }
@@ -132,7 +143,11 @@ func (b *bench) scaleRun(ctx context.Context) error {
 	res := &scaleResults{sizes: sizes}
 	b.res.scale = res
 	b.phase("scale: control plane")
-	cp, c, stop, err := b.startControlPlane(ctx, "scale ("+sizes.name+"): ")
+	var flags []string
+	if sizes.etcdWatches {
+		flags = append(flags, "--watch-cache=false")
+	}
+	cp, c, stop, err := b.startControlPlane(ctx, "scale ("+sizes.name+"): ", flags...)
 	if err != nil {
 		return err
 	}
@@ -147,7 +162,7 @@ func (b *bench) scaleRun(ctx context.Context) error {
 	}
 	start := func(name string) (*server, error) {
 		return startServer(ctx, serverOptions{binary: b.cfg.coredns, dir: b.dir, name: name, corefile: corefileWith,
-			kubeconfig: cp.Kubeconfig, readyTimeout: 10 * time.Minute})
+			kubeconfig: cp.Kubeconfig, readyTimeout: 10 * time.Minute, settleEvery: sizes.settleEvery})
 	}
 
 	// The empty ClusterSet.
@@ -309,7 +324,7 @@ func (b *bench) scaleMeasure(ctx context.Context, start func(string) (*server, e
 func (b *bench) scaleShares(ctx context.Context, kubeconfig, name string, imports int) (alone, stock uint64, err error) {
 	measure := func(name, binary, corefile string, imports int) (uint64, error) {
 		s, err := startServer(ctx, serverOptions{binary: binary, dir: b.dir, name: name, corefile: corefile,
-			kubeconfig: kubeconfig, readyTimeout: 10 * time.Minute})
+			kubeconfig: kubeconfig, readyTimeout: 10 * time.Minute, settleEvery: b.res.scale.sizes.settleEvery})
 		if err != nil {
 			return 0, err
 		}
@@ -624,8 +639,14 @@ func (r *results) writeScale(p func(string, ...any)) {
 	p("A synthetic ClusterSet on an API server of its own (`-scale-size %s`): ClusterSetIP ServiceImports in `%s` (one address, one port each), ", z.name, nsScaleImports)
 	p("%d headless imports in `%s` whose EndpointSlices (at most %d ready endpoints each, no host names) come from up to %d source clusters; ", z.headless, nsScaleHeadless, scalePerSlice, z.clusters)
 	p("the biggest headless import has %d endpoints from %d clusters, the others share the rest. ", z.biggest, min(z.clusters, z.biggest/scalePerSlice))
+	if z.etcdWatches {
+		p("At this size kube-apiserver runs with `--watch-cache=false`: it serves every list and watch from etcd, not from its watch cache as the field's API servers (and the full and medium sizes) do. ")
+	}
 	p("At each step `build/coredns` starts afresh with the throughput section's Corefile (*multicluster* and *kubernetes*), not pinned; ")
 	p("start-up is the time to the first 200 of `/ready`, then memory is read as in Memory and start-up (VmRSS settled, live heap after a forced GC). ")
+	if z.settleEvery != 0 && z.settleEvery != settleInterval {
+		p("At this size VmRSS is read every %s until it settles (within 1%% over six readings), here and before and after the relist spike. ", z.settleEvery)
+	}
 	p("Bytes per import and per endpoint are the live heap the objects added since the step before cost, each ")
 	p("(the endpoints' figure includes the %d headless imports, created with the first endpoints). ", z.headless)
 	p("At each step two more servers start afresh, one after the other, and only their live heap is read: `build/coredns` with *multicluster* alone (no *kubernetes*, so no fallback zone), the plugin's own share; ")

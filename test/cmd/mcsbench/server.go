@@ -126,6 +126,8 @@ type server struct {
 	logPath    string
 	// readyAfter is the time from the fork to the first /ready 200.
 	readyAfter time.Duration
+	// settleEvery is how often settledMemory reads VmRSS.
+	settleEvery time.Duration
 }
 
 type serverOptions struct {
@@ -146,7 +148,13 @@ type serverOptions struct {
 	// keepUnready returns a server that runs but is not ready in time,
 	// with the error, instead of stopping it.
 	keepUnready bool
+	// settleEvery is how often settledMemory reads VmRSS; 0 means
+	// settleInterval.
+	settleEvery time.Duration
 }
+
+// settleInterval is how often settledMemory reads VmRSS by default.
+const settleInterval = 500 * time.Millisecond
 
 // startServer starts coredns and waits until /ready answers 200.
 func startServer(ctx context.Context, o serverOptions) (*server, error) {
@@ -186,14 +194,18 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 		return nil, err
 	}
 	s := &server{
-		name:       o.name,
-		binary:     o.binary,
-		proc:       p,
-		addr:       "127.0.0.1:" + strconv.Itoa(ports[0]),
-		readyURL:   "http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/ready",
-		pprofURL:   "http://127.0.0.1:" + strconv.Itoa(ports[2]) + "/debug/pprof",
-		metricsURL: "http://127.0.0.1:" + strconv.Itoa(ports[3]) + "/metrics",
-		logPath:    logPath,
+		name:        o.name,
+		binary:      o.binary,
+		proc:        p,
+		addr:        "127.0.0.1:" + strconv.Itoa(ports[0]),
+		readyURL:    "http://127.0.0.1:" + strconv.Itoa(ports[1]) + "/ready",
+		pprofURL:    "http://127.0.0.1:" + strconv.Itoa(ports[2]) + "/debug/pprof",
+		metricsURL:  "http://127.0.0.1:" + strconv.Itoa(ports[3]) + "/metrics",
+		logPath:     logPath,
+		settleEvery: o.settleEvery,
+	}
+	if s.settleEvery == 0 {
+		s.settleEvery = settleInterval
 	}
 	if err := s.waitReady(ctx, o.readyTimeout); err != nil {
 		if o.keepUnready && !s.proc.Exited() && ctx.Err() == nil {
@@ -316,14 +328,14 @@ func (s *server) gcHeap(ctx context.Context) (uint64, error) {
 	return strconv.ParseUint(string(m[1]), 10, 64)
 }
 
-// settledMemory forces a GC, waits until VmRSS has stayed within 1% for
-// three seconds (at most maxWait), and returns that RSS and the live heap
-// after a last GC.
+// settledMemory forces a GC, waits until VmRSS has stayed within 1% over
+// six readings s.settleEvery apart (three seconds by default; at most
+// maxWait), and returns that RSS and the live heap after a last GC.
 func (s *server) settledMemory(ctx context.Context, maxWait time.Duration) (rss, heap uint64, err error) {
 	if _, err := s.gcHeap(ctx); err != nil {
 		return 0, 0, err
 	}
-	const window = 6 // samples, 500 ms apart
+	const window = 6 // samples, s.settleEvery apart
 	var samples []uint64
 	deadline := time.Now().Add(maxWait)
 	for {
@@ -345,7 +357,7 @@ func (s *server) settledMemory(ctx context.Context, maxWait time.Duration) (rss,
 		select {
 		case <-ctx.Done():
 			return 0, 0, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(s.settleEvery):
 		}
 	}
 	if heap, err = s.gcHeap(ctx); err != nil {

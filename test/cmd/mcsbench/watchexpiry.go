@@ -52,6 +52,16 @@ import (
 // Meanwhile some imports change address, and the client checks that our
 // coredns, once it answers an import's new address, never answers its old
 // one again.
+//
+// The smoke size (scaleSizes.etcdWatches) does not wait out the watch
+// cache: its kube-apiserver runs with --watch-cache=false and serves the
+// watches from etcd, and after the one write of each kind the benchmark
+// compacts etcd at its current revision (controlplane.CompactEtcd), as
+// kube-apiserver's own compactor does every --etcd-compaction-interval. A
+// watch from a compacted revision is answered 410 Gone (reason Expired) at
+// once (k8s.io/apiserver v0.37.1 pkg/storage/etcd3/errors.go,
+// interpretWatchError), so the reflectors relist as they do after the
+// watch cache has dropped their events.
 
 const (
 	nsScaleExpiry = "bench-scale-expiry" // objects the benchmark writes to expire the watches; namespaces nsScaleExpiry-N
@@ -68,6 +78,9 @@ type expiryResults struct {
 	changed                                int // imports whose address changed while the watches were down, per round
 	rounds                                 []expiryRound
 	goMemLimit                             uint64
+	// etcd: kube-apiserver served the watches from etcd, which the
+	// benchmark compacted (the smoke size), instead of its watch cache.
+	etcd bool
 	// addresses holds the address of each import changed so far: a later
 	// round's servers start with it.
 	addresses map[int]string
@@ -79,6 +92,8 @@ type expiryRound struct {
 	// writes is what each kind took, until a watch from the resourceVersion
 	// of the break was answered 410 Gone.
 	writes map[string]int
+	// compactions of etcd until then (the smoke size).
+	compactions int
 	// down is from the break until the proxy listened again.
 	down time.Duration
 	// newAfter is from then until our coredns answered every changed
@@ -311,7 +326,7 @@ func changedIP(n, r int) string {
 // times its steady VmRSS.
 func (b *bench) scaleExpiry(ctx context.Context, cp *controlplane.ControlPlane, c *cluster, imports, endpoints int) error {
 	b.phase("scale: relist spike, watches expired")
-	res := &expiryResults{changed: min(100, imports/10), addresses: map[int]string{}}
+	res := &expiryResults{changed: min(100, imports/10), addresses: map[int]string{}, etcd: b.res.scale.sizes.etcdWatches}
 	b.res.scale.expiry = res
 	// The imports changed go back to their addresses afterwards, which the
 	// rest of the section checks answers against.
@@ -351,7 +366,7 @@ func (b *bench) scaleExpiry(ctx context.Context, cp *controlplane.ControlPlane, 
 		}
 	}()
 	names := []string{"coredns-mcs", "stock CoreDNS"}
-	rows, err := b.expiryRound(ctx, c, proxy, servers, objects, imports, 1, strings.Join(names[:len(servers)], " and "))
+	rows, err := b.expiryRound(ctx, cp, c, proxy, servers, objects, imports, 1, strings.Join(names[:len(servers)], " and "))
 	if err != nil {
 		return err
 	}
@@ -373,7 +388,7 @@ func (b *bench) scaleExpiry(ctx context.Context, cp *controlplane.ControlPlane, 
 	defer limited.stop()
 	res.goMemLimit = soft
 	label := fmt.Sprintf("coredns-mcs, GOMEMLIMIT %.0f MiB", mib(soft))
-	rows, err = b.expiryRound(ctx, c, proxy, []*server{limited}, objects[:1], imports, 2, label)
+	rows, err = b.expiryRound(ctx, cp, c, proxy, []*server{limited}, objects[:1], imports, 2, label)
 	for i := range rows {
 		rows[i].server = "coredns-mcs, watches expired, " + strings.TrimPrefix(label, "coredns-mcs, ")
 	}
@@ -384,7 +399,7 @@ func (b *bench) scaleExpiry(ctx context.Context, cp *controlplane.ControlPlane, 
 // expiryRound breaks the servers' watches, expires them, lets the servers
 // back, and returns each one's steady and peak VmRSS. servers[0] is our
 // coredns, which is asked clusterset names all along.
-func (b *bench) expiryRound(ctx context.Context, c *cluster, proxy *apiProxy, servers []*server, objects []string, imports, round int, label string) ([]spikeRow, error) {
+func (b *bench) expiryRound(ctx context.Context, cp *controlplane.ControlPlane, c *cluster, proxy *apiProxy, servers []*server, objects []string, imports, round int, label string) ([]spikeRow, error) {
 	res := b.res.scale.expiry
 	ours := servers[0]
 	m, err := newRelistMeter(ctx, servers)
@@ -494,7 +509,8 @@ func (b *bench) expiryRound(ctx context.Context, c *cluster, proxy *apiProxy, se
 	}
 
 	// One write of each kind now, more once it is older than eventFresh,
-	// until a watch from rv is answered 410 Gone.
+	// until a watch from rv is answered 410 Gone; at the smoke size, a
+	// compaction of etcd instead of the wait.
 	kinds := expiryKinds(c)
 	var serial atomic.Int64
 	write := func(k expiryKind, n int) error {
@@ -507,7 +523,23 @@ func (b *bench) expiryRound(ctx context.Context, c *cluster, proxy *apiProxy, se
 		}
 	}
 	seeded := time.Now()
-	status("scale: writing until the watch cache has no events since resourceVersion %s (at least %s)", rv, eventFresh)
+	compact := func() error {
+		rev, err := cp.CompactEtcd(ctx)
+		if err != nil {
+			return err
+		}
+		rec.compactions++
+		status("  compacted etcd at revision %d", rev)
+		return nil
+	}
+	if res.etcd {
+		status("scale: compacting etcd until a watch from resourceVersion %s is answered 410 Gone", rv)
+		if err := compact(); err != nil {
+			return done(err)
+		}
+	} else {
+		status("scale: writing until the watch cache has no events since resourceVersion %s (at least %s)", rv, eventFresh)
+	}
 	batch := map[string]int{}
 	expired := map[string]bool{}
 	deadline := time.Now().Add(15 * time.Minute)
@@ -522,6 +554,13 @@ func (b *bench) expiryRound(ctx context.Context, c *cluster, proxy *apiProxy, se
 			}
 			if gone {
 				expired[k.resource] = true
+				continue
+			}
+			if res.etcd {
+				// Each compaction is at the revision of its time, past rv.
+				if err := compact(); err != nil {
+					return done(err)
+				}
 				continue
 			}
 			if time.Since(seeded) > eventFresh {
@@ -595,13 +634,22 @@ func (e *expiryResults) writeNote(p func(string, ...any)) {
 		return
 	}
 	p("The rows \"watches expired\": kube-apiserver stays up; the servers reach it through a TCP proxy of the benchmark, which closes every connection and stops listening, so that each reflector, refused, retries its watch from the resourceVersion it last saw. ")
-	p("Meanwhile %d imports change address, and the benchmark changes objects of every kind the servers watch (ServiceImports, EndpointSlices, Services, Namespaces: an annotation of objects in `%s-0`), one write of each kind at once and more once that write is older than kube-apiserver's event freshness (75 s), ", e.changed, nsScaleExpiry)
-	p("until a watch of its own from the resourceVersion read after the break is answered 410 Gone for each kind: the watch cache no longer holds the events since then. Then the proxy listens again.\n\n")
+	if e.etcd {
+		p("Meanwhile %d imports change address, and the benchmark changes one object of every kind the servers watch (ServiceImports, EndpointSlices, Services, Namespaces: an annotation of objects in `%s-0`), ", e.changed, nsScaleExpiry)
+		p("then compacts etcd at its current revision (kube-apiserver serves the watches from etcd at this size, `--watch-cache=false`), ")
+		p("until a watch of its own from the resourceVersion read after the break is answered 410 Gone for each kind: etcd no longer holds the revisions since then. Then the proxy listens again.\n\n")
+	} else {
+		p("Meanwhile %d imports change address, and the benchmark changes objects of every kind the servers watch (ServiceImports, EndpointSlices, Services, Namespaces: an annotation of objects in `%s-0`), one write of each kind at once and more once that write is older than kube-apiserver's event freshness (75 s), ", e.changed, nsScaleExpiry)
+		p("until a watch of its own from the resourceVersion read after the break is answered 410 Gone for each kind: the watch cache no longer holds the events since then. Then the proxy listens again.\n\n")
+	}
 	p("| round | servers | writes until 410 Gone | connections down | new addresses all answered after | our coredns logged \"expired (410 Gone)\" | lookups: all / wrong / gone back |\n|---|---|---|---|---|---|---|\n")
 	for i, r := range e.rounds {
 		var writes, logged []string
 		for _, k := range []string{"serviceimports", "endpointslices", "services", "namespaces"} {
 			writes = append(writes, fmt.Sprintf("%s %d", k, r.writes[k]))
+		}
+		if e.etcd {
+			writes = append(writes, fmt.Sprintf("etcd compactions %d", r.compactions))
 		}
 		for _, k := range []string{"ServiceImport", "EndpointSlice", "Service", "ClusterProperty"} {
 			if n := r.oursExpired[k]; n > 0 {
