@@ -199,7 +199,7 @@ func userAgent() string {
 // for built-in kinds (EndpointSlices, Services) that asks for
 // protobuf, as the kubernetes plugin does (plugin/kubernetes/kubernetes.go in
 // CoreDNS): BenchmarkSliceDecode decodes a slice of 40 endpoints from
-// protobuf in about a sixth of the CPU time JSON takes, and a rolling update
+// protobuf in a sixth to an eighth of the CPU time JSON takes, and a rolling update
 // is one such event per pod.
 //
 // Neither has a client-side rate limit (client-go's default is 5 requests a
