@@ -164,29 +164,40 @@ func BenchmarkClustersetNXDOMAIN(b *testing.B) {
 
 func BenchmarkPTR(b *testing.B) { benchmarkQuery(b, "1.0.42.10.in-addr.arpa.", dns.TypePTR) }
 
-// BenchmarkHeadless100A answers the A query of a headless import with 100
-// ready endpoints in two clusters.
-func BenchmarkHeadless100A(b *testing.B) {
-	m := benchPlugin(b)
+// addHeadlessDB adds the headless import ns1/db (one port, pg) to m.
+func addHeadlessDB(b *testing.B, m *Multicluster) {
 	spec, _, err := newImportSpec(importFields{namespace: "ns1", name: "db", typ: "Headless", ports: []portFields{{name: "pg", port: 5432}}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	m.sources.setImport(spec)
+}
+
+// addDBSlice adds to m the IPv4 EndpointSlice db-CLUSTER of ns1/db from
+// cluster, with eps.
+func addDBSlice(b *testing.B, m *Multicluster, cluster string, eps []discovery.Endpoint) {
+	slice, _, err := newSliceSpec(&discovery.EndpointSlice{
+		ObjectMeta:  meta.ObjectMeta{Namespace: "ns1", Name: "db-" + cluster, Labels: map[string]string{labelServiceName: "db", labelSourceCluster: cluster}},
+		AddressType: discovery.AddressTypeIPv4,
+		Endpoints:   eps,
+	}, len(defaultZone))
+	if err != nil {
+		b.Fatal(err)
+	}
+	m.sources.setSlice(slice)
+}
+
+// BenchmarkHeadless100A answers the A query of a headless import with 100
+// ready endpoints in two clusters.
+func BenchmarkHeadless100A(b *testing.B) {
+	m := benchPlugin(b)
+	addHeadlessDB(b, m)
 	for c, cluster := range []string{"east", "west"} {
 		var eps []discovery.Endpoint
 		for i := range 50 {
 			eps = append(eps, ep(fmt.Sprintf("10.%d.0.%d", c+1, i+1), fmt.Sprintf("db-%d", i), nil))
 		}
-		slice, _, err := newSliceSpec(&discovery.EndpointSlice{
-			ObjectMeta:  meta.ObjectMeta{Namespace: "ns1", Name: "db-" + cluster, Labels: map[string]string{labelServiceName: "db", labelSourceCluster: cluster}},
-			AddressType: discovery.AddressTypeIPv4,
-			Endpoints:   eps,
-		}, len(defaultZone))
-		if err != nil {
-			b.Fatal(err)
-		}
-		m.sources.setSlice(slice)
+		addDBSlice(b, m, cluster, eps)
 	}
 	ctx := context.Background()
 	w := &nullWriter{}
@@ -251,24 +262,12 @@ func BenchmarkPTRHeadless(b *testing.B) {
 	for _, n := range []int{40, 1000} {
 		b.Run(fmt.Sprintf("endpoints=%d", n), func(b *testing.B) {
 			m := benchPlugin(b)
-			spec, _, err := newImportSpec(importFields{namespace: "ns1", name: "db", typ: "Headless", ports: []portFields{{name: "pg", port: 5432}}})
-			if err != nil {
-				b.Fatal(err)
-			}
-			m.sources.setImport(spec)
+			addHeadlessDB(b, m)
 			var eps []discovery.Endpoint
 			for i := range n {
 				eps = append(eps, ep(fmt.Sprintf("10.7.%d.%d", i/250, i%250+1), fmt.Sprintf("db-%d", i), nil))
 			}
-			slice, _, err := newSliceSpec(&discovery.EndpointSlice{
-				ObjectMeta:  meta.ObjectMeta{Namespace: "ns1", Name: "db-east", Labels: map[string]string{labelServiceName: "db", labelSourceCluster: "east"}},
-				AddressType: discovery.AddressTypeIPv4,
-				Endpoints:   eps,
-			}, len(defaultZone))
-			if err != nil {
-				b.Fatal(err)
-			}
-			m.sources.setSlice(slice)
+			addDBSlice(b, m, "east", eps)
 			last := n - 1
 			ctx := context.Background()
 			r := new(dns.Msg)
