@@ -54,6 +54,37 @@ func (s *scenario) kubectl(args ...string) string {
 	return out
 }
 
+// waitOldDNSPodsGone waits, after `rollout status` of deploy/coredns has
+// returned, until the Deployment's old pods are gone: rollout status returns
+// once none of them counts as a replica, while they are still terminating
+// (deletionTimestamp set, serving through lameduck), and kube-proxy has
+// moved off them since they turned terminating.
+func (s *scenario) waitOldDNSPodsGone() {
+	s.t.Helper()
+	replicas := s.kubectl("-n", "kube-system", "get", "deploy", "coredns", "-o", "jsonpath={.spec.replicas}")
+	harness.Eventually(s.t, oldPodsGone, 250*time.Millisecond, "the old coredns pods gone", func() (bool, string) {
+		out, err := s.n.Kubectl(s.ctx, s.work, "-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-dns",
+			"-o", `jsonpath={range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}`)
+		if err != nil {
+			return false, err.Error()
+		}
+		pods := 0
+		for l := range strings.Lines(out) {
+			switch f := strings.Fields(l); len(f) {
+			case 0:
+			case 1:
+				pods++
+			default:
+				return false, f[0] + " terminating since " + f[1]
+			}
+		}
+		if strconv.Itoa(pods) != strings.TrimSpace(replicas) {
+			return false, fmt.Sprintf("%d pods, want %s", pods, replicas)
+		}
+		return true, ""
+	})
+}
+
 // kubectlWithInput is kubectl with input on stdin: `... | kubectl ARGS`.
 func (s *scenario) kubectlWithInput(input string, args ...string) string {
 	s.t.Helper()

@@ -275,7 +275,7 @@ func (s *scenario) restartDNS() {
 	s.t.Helper()
 	s.kubectl("-n", "kube-system", "rollout", "restart", "deploy/coredns")
 	s.kubectl("-n", "kube-system", "rollout", "status", "deploy/coredns", "--timeout=3m")
-	time.Sleep(settle)
+	s.waitOldDNSPodsGone()
 }
 
 // checkStandalone asks, from a pod, through the cluster DNS (stock CoreDNS

@@ -34,9 +34,10 @@ const (
 	remoteIP       = "10.100.0.50"
 	webImportIP    = "10.100.0.51"
 
-	// settle is how long lookups keep being counted after `rollout status`
-	// returns: the old pods are still terminating then (lameduck 5s).
-	settle = 10 * time.Second
+	// oldPodsGone bounds the wait, after `rollout status` returns, for the
+	// old pods to be gone: they are terminating then (lameduck 5s), and the
+	// lookups pod keeps counting until they are.
+	oldPodsGone = 2 * time.Minute
 )
 
 func TestSwapCoreDNS(t *testing.T) {
@@ -110,9 +111,8 @@ func TestSwapCoreDNS(t *testing.T) {
 	s.checkMetrics(2)
 	s.checkContainers()
 	// The old pods keep serving through lameduck (5s) after rollout status
-	// returns, and kube-proxy takes a moment to drop them: ask once they
-	// are gone (the lookups pod measures the switch).
-	time.Sleep(settle)
+	// returns: ask once they are gone (the lookups pod measures the switch).
+	s.waitOldDNSPodsGone()
 	swapEnd := uptime(t)
 	after := s.dig("after-swap", dnsQueries(webIP)...)
 	for _, proto := range protos {
@@ -140,7 +140,7 @@ func TestSwapCoreDNS(t *testing.T) {
 	if image := s.kubectl("-n", "kube-system", "get", "deploy", "coredns", "-o", "jsonpath={.spec.template.spec.containers[0].image}"); image != stockImage {
 		t.Errorf("after rollout undo the Deployment runs %q, want %q", image, stockImage)
 	}
-	time.Sleep(settle)
+	s.waitOldDNSPodsGone()
 	undoEnd := uptime(t)
 	results := lookups.stop()
 	undone := s.dig("after-undo", dnsQueries(webIP)...)
