@@ -58,13 +58,14 @@ func startFakeWatcher(t *testing.T, namespaces ...string) (*Multicluster, *kubef
 }
 
 // TestInformersListThenWatch: the informers list, then watch; they never ask
-// the API server to stream the initial objects (see listThenWatch).
+// the API server to stream the initial objects (see listThenWatch), and they
+// list in pages at the newest data (thinPages).
 func TestInformersListThenWatch(t *testing.T) {
-	lists := make(chan struct{}, 10)
+	lists := make(chan meta.ListOptions, 10)
 	streamed := make(chan meta.ListOptions, 10)
 	lw := &cache.ListWatch{
-		ListWithContextFunc: func(context.Context, meta.ListOptions) (runtime.Object, error) {
-			lists <- struct{}{}
+		ListWithContextFunc: func(_ context.Context, o meta.ListOptions) (runtime.Object, error) {
+			lists <- o
 			return &mcsv1beta1.ServiceImportList{ListMeta: meta.ListMeta{ResourceVersion: "1"}}, nil
 		},
 		WatchFuncWithContext: func(_ context.Context, o meta.ListOptions) (watch.Interface, error) {
@@ -79,7 +80,10 @@ func TestInformersListThenWatch(t *testing.T) {
 	defer cancel()
 	go ctrl.RunWithContext(ctx)
 	select {
-	case <-lists:
+	case o := <-lists:
+		if o.Limit != listPageSize || o.ResourceVersion != "" {
+			t.Errorf("the informer listed with %+v; want pages of %d at the newest data", o, listPageSize)
+		}
 	case o := <-streamed:
 		t.Fatalf("the informer asked for a stream of initial events (%+v)", o)
 	case <-time.After(10 * time.Second):
