@@ -24,7 +24,7 @@ import (
 // fakeAPIServer answers what the plugin asks a kube-apiserver: discovery
 // of the ServiceImport API (served or not), empty lists, and watches that
 // stay open until the client goes. It counts the open watches and keeps the
-// User-Agent of every request.
+// User-Agent of every request, and the Accept header asked of each path.
 type fakeAPIServer struct {
 	*httptest.Server
 	crd     atomic.Bool // ServiceImport served at v1beta1
@@ -32,11 +32,12 @@ type fakeAPIServer struct {
 	watches atomic.Int32
 	mu      sync.Mutex
 	agents  map[string]bool
+	accepts map[string]string // path -> Accept
 }
 
 func newFakeAPIServer(t *testing.T) *fakeAPIServer {
 	t.Helper()
-	f := &fakeAPIServer{agents: map[string]bool{}, quit: make(chan struct{})}
+	f := &fakeAPIServer{agents: map[string]bool{}, accepts: map[string]string{}, quit: make(chan struct{})}
 	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
 	// Close waits for every request: end the watches a leak left open.
 	t.Cleanup(func() { close(f.quit); f.Close() })
@@ -46,6 +47,7 @@ func newFakeAPIServer(t *testing.T) *fakeAPIServer {
 func (f *fakeAPIServer) serve(w http.ResponseWriter, r *http.Request) {
 	f.mu.Lock()
 	f.agents[r.UserAgent()] = true
+	f.accepts[r.URL.Path] = r.Header.Get("Accept")
 	f.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	// Path to the kind and apiVersion of what a list there returns.
@@ -252,5 +254,15 @@ func TestUserAgent(t *testing.T) {
 	want := fmt.Sprintf("coredns-mcs/v9.9.9-test (CoreDNS-1.15.0) multicluster git_commit: (%s/%s/%s)", runtime.GOOS, runtime.GOARCH, runtime.Version())
 	if got := api.userAgents(); !slices.Equal(got, []string{want}) {
 		t.Errorf("User-Agent %q, want only %q", got, want)
+	}
+	// Built-in kinds are asked for as protobuf (client-go's typed clients
+	// do, clientConfig leaves it to them), ServiceImports as JSON.
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	for path, protobuf := range map[string]bool{"/apis/discovery.k8s.io/v1/endpointslices": true, "/apis/multicluster.x-k8s.io/v1beta1/serviceimports": false} {
+		accept, asked := api.accepts[path]
+		if !asked || strings.HasPrefix(accept, "application/vnd.kubernetes.protobuf") != protobuf {
+			t.Errorf("%s asked with Accept %q (asked: %v); protobuf wanted: %v", path, accept, asked, protobuf)
+		}
 	}
 }

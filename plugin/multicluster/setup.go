@@ -18,7 +18,6 @@ import (
 	"github.com/coredns/coredns/plugin/kubernetes"
 	clog "github.com/coredns/coredns/plugin/pkg/log"
 	"github.com/miekg/dns"
-	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	kubeclient "k8s.io/client-go/kubernetes"
@@ -194,15 +193,8 @@ func userAgent() string {
 	return fmt.Sprintf("%s/%s %s git_commit:%s (%s/%s/%s)", caddy.AppName, caddy.AppVersion, pluginName, coremain.GitCommit, runtime.GOOS, runtime.GOARCH, runtime.Version())
 }
 
-// clientConfigs returns the configuration of the plugin's clients: cfg for
-// custom resources (ServiceImports, ClusterProperties: JSON only), and one
-// for built-in kinds (EndpointSlices, Services) that asks for
-// protobuf, as the kubernetes plugin does (plugin/kubernetes/kubernetes.go in
-// CoreDNS): BenchmarkSliceDecode decodes a slice of 40 endpoints from
-// protobuf in a sixth to an eighth of the CPU time JSON takes, and a rolling update
-// is one such event per pod.
-//
-// Neither has a client-side rate limit (client-go's default is 5 requests a
+// clientConfig returns the configuration of the plugin's clients: its user
+// agent, and no client-side rate limit (client-go's default is 5 requests a
 // second, bursts of 10: DefaultQPS and DefaultBurst in rest/config.go). A
 // list comes in pages of listPageSize (thinPages), asked one after the
 // other: 100,000 imports are 200 of them, which the default limit would
@@ -211,14 +203,18 @@ func userAgent() string {
 // watch, renewed every 5 to 10 minutes; failures are retried with a
 // backoff), so the plugin has at most one request per informer in flight;
 // the API server's priority and fairness limits what it serves at once.
-func clientConfigs(in *rest.Config) (custom, builtin *rest.Config) {
-	custom = rest.CopyConfig(in)
-	custom.UserAgent = userAgent()
-	custom.QPS, custom.Burst, custom.RateLimiter = -1, 0, nil
-	builtin = rest.CopyConfig(custom)
-	builtin.ContentType = k8sruntime.ContentTypeProtobuf
-	builtin.AcceptContentTypes = k8sruntime.ContentTypeProtobuf + "," + k8sruntime.ContentTypeJSON
-	return custom, builtin
+//
+// The content type is left to the clients: client-go's typed clients of
+// built-in kinds (EndpointSlices, Services) ask for protobuf when none is
+// set (gentype.PrefersProtobuf in kubernetes/typed/discovery/v1/
+// endpointslice.go, Request.UseProtobufAsDefault in rest/request.go, client-go
+// v0.37.1), as the kubernetes plugin asks for it explicitly; ServiceImports
+// and ClusterProperties, custom resources, come as JSON.
+func clientConfig(in *rest.Config) *rest.Config {
+	cfg := rest.CopyConfig(in)
+	cfg.UserAgent = userAgent()
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
+	return cfg
 }
 
 // startWatching connects to the API server and starts the informers. It
@@ -228,8 +224,8 @@ func (m *Multicluster) startWatching() error {
 	if err != nil {
 		return err
 	}
-	cfg, kcfg := clientConfigs(cfg)
-	kube, err := kubeclient.NewForConfig(kcfg)
+	cfg = clientConfig(cfg)
+	kube, err := kubeclient.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}

@@ -332,28 +332,23 @@ func writeKubeconfig(t *testing.T) string {
 }
 
 // The plugin's clients are not throttled (a list is many pages, asked one
-// after the other), say who they are, and ask for protobuf where the kinds
-// have it; the configuration they came from is left as it was.
-func TestClientConfigs(t *testing.T) {
+// after the other) and say who they are; the configuration they came from
+// is left as it was.
+func TestClientConfig(t *testing.T) {
 	in := &rest.Config{Host: "https://api.example:6443", QPS: 5, Burst: 10, UserAgent: "someone"}
-	custom, builtin := clientConfigs(in)
-	for name, c := range map[string]*rest.Config{"custom resources": custom, "built-in kinds": builtin} {
-		if c.QPS >= 0 || c.RateLimiter != nil || c.UserAgent != userAgent() || c.Host != in.Host {
-			t.Errorf("%s: QPS %v, rate limiter %v, user agent %q, host %q; want no limit, %q, %q", name, c.QPS, c.RateLimiter, c.UserAgent, c.Host, userAgent(), in.Host)
-		}
+	cfg := clientConfig(in)
+	if cfg.QPS >= 0 || cfg.RateLimiter != nil || cfg.UserAgent != userAgent() || cfg.Host != in.Host {
+		t.Errorf("QPS %v, rate limiter %v, user agent %q, host %q; want no limit, %q, %q", cfg.QPS, cfg.RateLimiter, cfg.UserAgent, cfg.Host, userAgent(), in.Host)
 	}
-	if custom.ContentType != "" || builtin.ContentType != "application/vnd.kubernetes.protobuf" || !strings.HasPrefix(builtin.AcceptContentTypes, "application/vnd.kubernetes.protobuf,") {
-		t.Errorf("content types: custom %q, built-in %q (accept %q)", custom.ContentType, builtin.ContentType, builtin.AcceptContentTypes)
-	}
-	if in.QPS != 5 || in.UserAgent != "someone" || in.ContentType != "" {
+	if in.QPS != 5 || in.UserAgent != "someone" {
 		t.Errorf("the configuration given was changed: %+v", in)
 	}
 	// client-go builds no rate limiter for a negative QPS.
-	rc, err := rest.RESTClientFor(&rest.Config{Host: "https://api.example:6443", QPS: custom.QPS, ContentConfig: rest.ContentConfig{GroupVersion: &schema.GroupVersion{Version: "v1"}, NegotiatedSerializer: scheme.Codecs.WithoutConversion()}, APIPath: "/api"})
+	rc, err := rest.RESTClientFor(&rest.Config{Host: "https://api.example:6443", QPS: cfg.QPS, ContentConfig: rest.ContentConfig{GroupVersion: &schema.GroupVersion{Version: "v1"}, NegotiatedSerializer: scheme.Codecs.WithoutConversion()}, APIPath: "/api"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rl := rc.GetRateLimiter(); rl != nil {
-		t.Errorf("client-go made a rate limiter %T for QPS %v", rl, custom.QPS)
+		t.Errorf("client-go made a rate limiter %T for QPS %v", rl, cfg.QPS)
 	}
 }
