@@ -634,14 +634,20 @@ func (e *expiryResults) writeNote(p func(string, ...any)) {
 		return
 	}
 	p("The rows \"watches expired\": kube-apiserver stays up; the servers reach it through a TCP proxy of the benchmark, which closes every connection and stops listening, so that each reflector, refused, retries its watch from the resourceVersion it last saw. ")
+	kinds := fmt.Sprintf("every kind the servers watch (ServiceImports, EndpointSlices, Services, Namespaces: an annotation of objects in `%s-0`), ", nsScaleExpiry)
+	p("Meanwhile %d imports change address, and the benchmark changes ", e.changed)
 	if e.etcd {
-		p("Meanwhile %d imports change address, and the benchmark changes one object of every kind the servers watch (ServiceImports, EndpointSlices, Services, Namespaces: an annotation of objects in `%s-0`), ", e.changed, nsScaleExpiry)
-		p("then compacts etcd at its current revision (kube-apiserver serves the watches from etcd at this size, `--watch-cache=false`), ")
-		p("until a watch of its own from the resourceVersion read after the break is answered 410 Gone for each kind: etcd no longer holds the revisions since then. Then the proxy listens again.\n\n")
+		p("one object of %sthen compacts etcd at its current revision (kube-apiserver serves the watches from etcd at this size, `--watch-cache=false`), ", kinds)
 	} else {
-		p("Meanwhile %d imports change address, and the benchmark changes objects of every kind the servers watch (ServiceImports, EndpointSlices, Services, Namespaces: an annotation of objects in `%s-0`), one write of each kind at once and more once that write is older than kube-apiserver's event freshness (75 s), ", e.changed, nsScaleExpiry)
-		p("until a watch of its own from the resourceVersion read after the break is answered 410 Gone for each kind: the watch cache no longer holds the events since then. Then the proxy listens again.\n\n")
+		p("objects of %sone write of each kind at once and more once that write is older than kube-apiserver's event freshness (75 s), ", kinds)
 	}
+	p("until a watch of its own from the resourceVersion read after the break is answered 410 Gone for each kind: ")
+	if e.etcd {
+		p("etcd no longer holds the revisions since then. ")
+	} else {
+		p("the watch cache no longer holds the events since then. ")
+	}
+	p("Then the proxy listens again.\n\n")
 	p("| round | servers | writes until 410 Gone | connections down | new addresses all answered after | our coredns logged \"expired (410 Gone)\" | lookups: all / wrong / gone back |\n|---|---|---|---|---|---|---|\n")
 	for i, r := range e.rounds {
 		var writes, logged []string
