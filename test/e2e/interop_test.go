@@ -24,6 +24,30 @@ import (
 // Services have hashed names that the prefix never matches.
 var corefileInterop = withOptions(corefileWith, "derived_prefix derived-")
 
+// corefileInteropShipped is corefileInterop as the manifests and the chart
+// ship it: the kubernetes plugin leaves out the objects labelled with a
+// source cluster (withoutImported). Every interop test asks both servers the
+// same names and expects the same answers; what the kubernetes plugin alone
+// answered from those objects is checked apart.
+var corefileInteropShipped = withoutImported(corefileInterop)
+
+// withoutImported adds the kubernetes plugin's labels selector of the
+// shipped Corefiles to corefile's kubernetes block.
+func withoutImported(corefile string) string {
+	const pods = "        pods insecure\n"
+	if !strings.Contains(corefile, pods) {
+		panic("the Corefile has no pods line to add the labels selector after")
+	}
+	return strings.Replace(corefile, pods, pods+"        labels !multicluster.kubernetes.io/source-cluster\n", 1)
+}
+
+// startInterop starts a server with each interop Corefile: the DNS.md one
+// first, then the shipped one.
+func startInterop(t *testing.T) []*server {
+	t.Helper()
+	return []*server{startServer(t, corefileInterop, true), startServer(t, corefileInteropShipped, true)}
+}
+
 // withOptions adds options to the multicluster block of corefile.
 func withOptions(corefile string, options ...string) string {
 	const fallback = "        fallback cluster.local\n"
@@ -54,11 +78,11 @@ func applyFixture(t *testing.T, cfg *rest.Config, impl string, files ...string) 
 	}
 }
 
-// names checks the answers of the names of one namespace.
+// names checks the answers of the names of one namespace, on every server.
 type names struct {
-	t  *testing.T
-	s  *server
-	ns string
+	t       *testing.T
+	servers []*server
+	ns      string
 }
 
 // svc is the name of service in the zone: clusterset.local or cluster.local.
@@ -77,18 +101,30 @@ func (n names) a(service string, ips ...string) {
 // addresses expects name to answer ips, or NODATA with the zone's SOA.
 func (n names) addresses(name string, qtype uint16, ips ...string) {
 	n.t.Helper()
-	if len(ips) > 0 {
-		expectAddresses(n.t, n.s, name, qtype, propagation, ips...)
-		return
+	for _, s := range n.servers {
+		if len(ips) > 0 {
+			expectAddresses(n.t, s, name, qtype, propagation, ips...)
+			continue
+		}
+		expectRcode(n.t, s, name, qtype, propagation, dns.RcodeSuccess)
+		expectRecords(n.t, s, name, qtype, dns.RcodeSuccess, nil, nil)
 	}
-	expectRcode(n.t, n.s, name, qtype, propagation, dns.RcodeSuccess)
-	expectRecords(n.t, n.s, name, qtype, dns.RcodeSuccess, nil, nil)
 }
 
 // nxdomain expects name to be NXDOMAIN.
 func (n names) nxdomain(name string) {
 	n.t.Helper()
-	expectRcode(n.t, n.s, name, dns.TypeA, propagation, dns.RcodeNameError)
+	for _, s := range n.servers {
+		expectRcode(n.t, s, name, dns.TypeA, propagation, dns.RcodeNameError)
+	}
+}
+
+// ptr expects the PTR of ip to be target.
+func (n names) ptr(ip, target string) {
+	n.t.Helper()
+	for _, s := range n.servers {
+		expectPTR(n.t, s, ip, target)
+	}
 }
 
 // srv expects the SRV records of name: one per "port target" pair, each
@@ -111,12 +147,14 @@ func (n names) srv(name string, records []string, extra []string) {
 		}
 		additional = append(additional, target+" 5 IN "+typ+" "+ip)
 	}
-	expectRecords(n.t, n.s, name, dns.TypeSRV, dns.RcodeSuccess, answer, additional)
+	for _, s := range n.servers {
+		expectRecords(n.t, s, name, dns.TypeSRV, dns.RcodeSuccess, answer, additional)
+	}
 }
 
 func TestInteropLighthouse(t *testing.T) {
-	s := startServer(t, corefileInterop, true)
-	n := names{t: t, s: s, ns: "interop-lighthouse"}
+	servers := startInterop(t)
+	n := names{t: t, servers: servers, ns: "interop-lighthouse"}
 	applyFixture(t, cp.Config, "lighthouse", "00-namespaces.yaml", "10-web-clustersetip.yaml", "11-db-headless.yaml",
 		"12-clusterset-ip-mode.yaml", "13-per-cluster-copies.yaml")
 
@@ -126,13 +164,13 @@ func TestInteropLighthouse(t *testing.T) {
 	web := n.svc("web", "clusterset.local")
 	n.srv("_http._tcp."+web, []string{"80 " + web}, []string{web + "=10.97.0.10", web + "=10.98.0.10"})
 	n.srv(web, []string{"80 " + web, "443 " + web}, []string{web + "=10.97.0.10", web + "=10.98.0.10"})
-	expectPTR(t, s, "10.98.0.10", web)
+	n.ptr("10.98.0.10", web)
 	// The cluster.svc names are reserved by the specification.
 	n.nxdomain("east." + web)
 
 	// Clusterset-IP mode: the VIP, not the slices.
 	n.a("api", "243.0.0.1")
-	expectPTR(t, s, "243.0.0.1", n.svc("api", "clusterset.local"))
+	n.ptr("243.0.0.1", n.svc("api", "clusterset.local"))
 
 	// Headless: every cluster's ready pods, by hostname and cluster.
 	n.a("db", "10.244.1.20", "10.244.1.21", "10.245.1.20", "10.245.1.21")
@@ -143,7 +181,7 @@ func TestInteropLighthouse(t *testing.T) {
 	n.srv("_postgres._tcp."+db,
 		[]string{"5432 " + host("db-0", "east"), "5432 " + host("db-1", "east"), "5432 " + host("db-0", "west"), "5432 " + host("db-1", "west")},
 		[]string{host("db-0", "east") + "=10.244.1.20", host("db-1", "east") + "=10.244.1.21", host("db-0", "west") + "=10.245.1.20", host("db-1", "west") + "=10.245.1.21"})
-	expectPTR(t, s, "10.244.1.21", host("db-1", "east"))
+	n.ptr("10.244.1.21", host("db-1", "east"))
 
 	// The agent's per-cluster copies are not services.
 	n.nxdomain("web-interop-lighthouse-east.submariner-operator.svc.clusterset.local.")
@@ -159,8 +197,8 @@ func TestInteropLighthouse(t *testing.T) {
 }
 
 func TestInteropCilium(t *testing.T) {
-	s := startServer(t, corefileInterop, true)
-	n := names{t: t, s: s, ns: "interop-cilium"}
+	servers := startInterop(t)
+	n := names{t: t, servers: servers, ns: "interop-cilium"}
 	applyFixture(t, cp.Config, "cilium", "00-namespace.yaml", "10-service-imports.yaml")
 	// Imports alone: nothing to answer with yet.
 	n.a("web")
@@ -181,17 +219,23 @@ func TestInteropCilium(t *testing.T) {
 	web := n.svc("web", "clusterset.local")
 	n.a("web", "10.96.120.10")
 	n.addresses(web, dns.TypeAAAA)
-	expectPTR(t, s, "10.96.120.10", web)
+	n.ptr("10.96.120.10", web)
 	// The derived Service's own name is the kubernetes plugin's.
 	n.addresses("derived-a722iununl.interop-cilium.svc.cluster.local.", dns.TypeA, "10.96.120.10")
 	n.addresses("derived-a722iununl.interop-cilium.svc.cluster.local.", dns.TypeAAAA, "fd00:10:96::120a")
 	// A headless import is not answered from its headless derived Service.
 	n.a("db", "10.244.1.20", "10.244.1.21", "10.245.1.20", "10.245.1.21")
+	// The headless derived Service's own name: its slices carry the
+	// source-cluster label, so only the kubernetes plugin that does not
+	// leave them out answers it with the remote pods.
+	derivedDB := "derived-nrnsnrg4tr.interop-cilium.svc.cluster.local."
+	expectAddresses(t, servers[0], derivedDB, dns.TypeA, propagation, "10.244.1.20", "10.244.1.21", "10.245.1.20", "10.245.1.21")
+	expectRcode(t, servers[1], derivedDB, dns.TypeA, propagation, dns.RcodeNameError)
 }
 
 func TestInteropAWS(t *testing.T) {
-	s := startServer(t, corefileInterop, true)
-	n := names{t: t, s: s, ns: "interop-aws"}
+	servers := startInterop(t)
+	n := names{t: t, servers: servers, ns: "interop-aws"}
 	applyFixture(t, cp.Config, "aws", "00-namespace.yaml", "10-web.yaml", "11-db.yaml")
 	// Before spec.ips: the ready pods of the slices.
 	n.a("web", "10.244.6.10", "10.245.6.10")
@@ -203,24 +247,33 @@ func TestInteropAWS(t *testing.T) {
 	applyFixture(t, cp.Config, "aws", "20-after-controller.yaml")
 	web := n.svc("web", "clusterset.local")
 	n.a("web", "10.96.130.11", "10.96.130.12")
-	expectPTR(t, s, "10.96.130.12", web)
+	n.ptr("10.96.130.12", web)
 	n.srv("_https._tcp."+web, []string{"443 " + web}, []string{web + "=10.96.130.11", web + "=10.96.130.12"})
 	n.a("db", "10.244.7.20", "10.244.7.21", "10.245.7.20", "10.245.7.21")
-	if strings.Contains(s.log.String(), "interop-aws/db") {
-		t.Errorf("the headless import's \"None\" entries were reported:\n%s", s.log.String())
+	for _, s := range servers {
+		if strings.Contains(s.log.String(), "interop-aws/db") {
+			t.Errorf("the headless import's \"None\" entries were reported:\n%s", s.log.String())
+		}
 	}
+	// The derived Services carry the source-cluster label: only the
+	// kubernetes plugin that does not leave them out answers their names.
+	imported := "imported-pih4h5s4h6.interop-aws.svc.cluster.local."
+	expectAddresses(t, servers[0], imported, dns.TypeA, propagation, "10.96.130.11")
+	expectRcode(t, servers[1], imported, dns.TypeA, propagation, dns.RcodeNameError)
 }
 
 func TestInteropKarmada(t *testing.T) {
-	s := startServer(t, corefileInterop, true)
-	n := names{t: t, s: s, ns: "interop-karmada"}
+	servers := startInterop(t)
+	n := names{t: t, servers: servers, ns: "interop-karmada"}
 	applyFixture(t, cp.Config, "karmada", "00-namespace.yaml", "10-web.yaml")
 	web := n.svc("web", "clusterset.local")
 	n.a("web", "10.96.140.10")
 	n.srv("_http._tcp."+n.svc("web", "cluster.local"), []string{"80 " + n.svc("web", "cluster.local")}, []string{n.svc("web", "cluster.local") + "=10.96.140.10"})
-	expectPTR(t, s, "10.96.140.10", web)
+	n.ptr("10.96.140.10", web)
 	// Karmada's slices carry no multicluster label: never read.
-	if strings.Contains(s.log.String(), "imported-east-web") {
-		t.Errorf("Karmada's slices were read:\n%s", s.log.String())
+	for _, s := range servers {
+		if strings.Contains(s.log.String(), "imported-east-web") {
+			t.Errorf("Karmada's slices were read:\n%s", s.log.String())
+		}
 	}
 }

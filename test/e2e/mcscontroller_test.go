@@ -60,7 +60,7 @@ func startMCSController(t *testing.T, kubeconfig string) *harness.Output {
 func TestMCSAPIController(t *testing.T) {
 	own := startOwnCluster(t, controlplane.Options{InstallCRDs: true})
 	s := startServer(t, strings.ReplaceAll(corefileWith, "{{.Kubeconfig}}", own.cp.Kubeconfig), true)
-	n := names{t: t, s: s, ns: "interop-mcs-api"}
+	n := names{t: t, servers: []*server{s}, ns: "interop-mcs-api"}
 	ctx := context.Background()
 	imports := own.mcs.MulticlusterV1alpha1().ServiceImports(n.ns)
 

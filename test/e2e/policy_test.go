@@ -51,7 +51,7 @@ func TestTrafficPolicy(t *testing.T) {
 	without := startServer(t, resilienceCorefile(c.cp.Kubeconfig, harness.FreePort(t), true), true)
 
 	ns := c.namespace(t, "policy")
-	n := names{t: t, s: s.server, ns: ns}
+	n := names{t: t, servers: []*server{s.server}, ns: ns}
 	imports := c.mcs.MulticlusterV1beta1().ServiceImports(ns)
 	slice := func(name, svc, cluster string, endpoints ...discovery.Endpoint) {
 		t.Helper()
@@ -160,7 +160,7 @@ func TestTrafficPolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.createImport(t, newImport("internal", "ledger", "10.42.6.1"))
-	internal := names{t: t, s: s.server, ns: "internal"}
+	internal := names{t: t, servers: []*server{s.server}, ns: "internal"}
 	internal.addresses(internal.svc("ledger", "clusterset.local"), dns.TypeA, "10.42.6.1")
 	expectSameAnswers(t, s.server, without, []question{
 		{internal.svc("ledger", "cluster.local"), dns.TypeA},

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -165,5 +167,27 @@ func TestGoBenchMetrics(t *testing.T) {
 	}
 	if _, ok := g.metricOf("BenchmarkSliceUpdate/endpoints=10000", "ns/op"); ok {
 		t.Errorf("a benchmark that did not run has a value")
+	}
+}
+
+// The scale section measures the shipped kubernetes stanza: its labels line
+// must be the one manifests/corefile, manifests/standalone and the chart's
+// values ship, inside the kubernetes block of corefileShipped.
+func TestCorefileShipped(t *testing.T) {
+	_, kube, ok := strings.Cut(corefileShipped, "    kubernetes cluster.local")
+	if !ok || !strings.Contains(kube, "        "+labelsWithoutImported+"\n") || strings.Count(corefileShipped, labelsWithoutImported) != 1 {
+		t.Errorf("corefileShipped has no %q in its kubernetes block:\n%s", labelsWithoutImported, corefileShipped)
+	}
+	if strings.Replace(corefileShipped, "        "+labelsWithoutImported+"\n", "", 1) != corefileWith {
+		t.Errorf("corefileShipped differs from corefileWith by more than the labels line:\n%s", corefileShipped)
+	}
+	for _, f := range []string{"manifests/corefile/configmap.yaml", "manifests/standalone/configmap.yaml", "charts/coredns-mcs/values.yaml"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), labelsWithoutImported) {
+			t.Errorf("%s does not ship %q", f, labelsWithoutImported)
+		}
 	}
 }

@@ -18,7 +18,7 @@ func (b *bench) startSideBySide(ctx context.Context, kubeconfig, suffix string, 
 		return startServer(ctx, serverOptions{binary: binary, dir: b.dir, name: name + suffix, corefile: corefile,
 			kubeconfig: kubeconfig, readyTimeout: 10 * time.Minute, settleEvery: b.res.scale.sizes.settleEvery})
 	}
-	ours, err := start("coredns-mcs", b.cfg.coredns, corefileWith)
+	ours, err := start("coredns-mcs", b.cfg.coredns, corefileShipped)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -44,7 +44,7 @@ func (b *bench) startSideBySide(ctx context.Context, kubeconfig, suffix string, 
 // GOMEMLIMIT.
 func (b *bench) startLimited(ctx context.Context, kubeconfig, name string, steady uint64) (*server, uint64, error) {
 	soft := uint64(0.9 * spikeLimit * float64(steady))
-	s, err := startServer(ctx, serverOptions{binary: b.cfg.coredns, dir: b.dir, name: name, corefile: corefileWith,
+	s, err := startServer(ctx, serverOptions{binary: b.cfg.coredns, dir: b.dir, name: name, corefile: corefileShipped,
 		kubeconfig: kubeconfig, readyTimeout: 10 * time.Minute, env: []string{fmt.Sprintf("GOMEMLIMIT=%d", soft)},
 		settleEvery: b.res.scale.sizes.settleEvery})
 	return s, soft, err

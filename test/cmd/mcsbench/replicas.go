@@ -79,7 +79,7 @@ func (b *bench) replicas(ctx context.Context, cp *controlplane.ControlPlane, c *
 		for i := range n {
 			wg.Go(func() {
 				servers[i], errs[i] = startServer(ctx, serverOptions{binary: b.cfg.coredns, dir: b.dir, name: fmt.Sprintf("replica-%d-%d", n, i),
-					corefile: corefileWith, kubeconfig: cp.Kubeconfig, readyTimeout: replicaReadyTimeout, keepUnready: true})
+					corefile: corefileShipped, kubeconfig: cp.Kubeconfig, readyTimeout: replicaReadyTimeout, keepUnready: true})
 			})
 		}
 		wg.Wait()

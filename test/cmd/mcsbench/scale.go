@@ -161,7 +161,7 @@ func (b *bench) scaleRun(ctx context.Context) error {
 		return err
 	}
 	start := func(name string) (*server, error) {
-		return startServer(ctx, serverOptions{binary: b.cfg.coredns, dir: b.dir, name: name, corefile: corefileWith,
+		return startServer(ctx, serverOptions{binary: b.cfg.coredns, dir: b.dir, name: name, corefile: corefileShipped,
 			kubeconfig: cp.Kubeconfig, readyTimeout: 10 * time.Minute, settleEvery: sizes.settleEvery})
 	}
 
@@ -642,7 +642,7 @@ func (r *results) writeScale(p func(string, ...any)) {
 	if z.etcdWatches {
 		p("At this size kube-apiserver runs with `--watch-cache=false`: it serves every list and watch from etcd, not from its watch cache as the field's API servers (and the full and medium sizes) do. ")
 	}
-	p("At each step `build/coredns` starts afresh with the throughput section's Corefile (*multicluster* and *kubernetes*), not pinned; ")
+	p("At each step `build/coredns` starts afresh with the throughput section's Corefile (*multicluster* and *kubernetes*) whose kubernetes stanza has, as the shipped Corefiles' (manifests, chart), `%s`: the kubernetes plugin leaves out the EndpointSlices labelled with a source cluster, as these imports' are, which *multicluster* caches itself; not pinned; ", labelsWithoutImported)
 	p("start-up is the time to the first 200 of `/ready`, then memory is read as in Memory and start-up (VmRSS settled, live heap after a forced GC). ")
 	if z.settleEvery != 0 && z.settleEvery != settleInterval {
 		p("At this size VmRSS is read every %s until it settles (within 1%% over six readings), here and before and after the relist spike. ", z.settleEvery)
@@ -650,8 +650,8 @@ func (r *results) writeScale(p func(string, ...any)) {
 	p("Bytes per import and per endpoint are the live heap the objects added since the step before cost, each ")
 	p("(the endpoints' figure includes the %d headless imports, created with the first endpoints). ", z.headless)
 	p("At each step two more servers start afresh, one after the other, and only their live heap is read: `build/coredns` with *multicluster* alone (no *kubernetes*, so no fallback zone), the plugin's own share; ")
-	p("and stock CoreDNS (`build/coredns-stock`, the Corefile without *multicluster*), whose kubernetes plugin caches every EndpointSlice, those of imports included, as the one beside *multicluster* does. ")
-	p("Targets: an import's heap of the whole server as deployed (<= 600 B), an endpoint's of the plugin alone (<= 150 B); what the kubernetes plugin beside it adds per endpoint is what stock CoreDNS pays for the same slices. ")
+	p("and stock CoreDNS (`build/coredns-stock`, the Corefile without *multicluster* and without the labels line), whose kubernetes plugin caches every EndpointSlice, those of imports included: what a server whose Corefile lacks the line pays for the imports' slices beside *multicluster*'s own. ")
+	p("Targets: an import's heap of the whole server as deployed (<= 600 B), an endpoint's of the plugin alone (<= 150 B). ")
 	p("Lookup latencies are round trips of single A queries over UDP from one client, %d names of each kind spread over the set, %d rounds: ", z.lookups, z.rounds)
 	p("clusterset (`imp-N.%s.svc.clusterset.local`), fallback (the same imports in cluster.local) and local (%d ClusterIP Services, answered by *kubernetes*).\n\n", nsScaleImports, scaleLocal)
 	p("No imports (%d local Services): VmRSS %.1f MiB, live heap %.1f MiB.\n\n", scaleLocal, mib(s.baseRSS), mib(s.baseHeap))
@@ -691,7 +691,7 @@ func (r *results) writeScale(p func(string, ...any)) {
 	if len(s.spike) > 0 || s.expiry != nil {
 		p("### Relist spike\n\n")
 		p("Under the last step's ClusterSet, with as many more headless Services in `%s` as there are imports, kube-apiserver is stopped and started again, twice. ", nsScaleStock)
-		p("First our coredns and stock CoreDNS (`build/coredns-stock`, the Corefile without *multicluster*) run side by side: stock CoreDNS's kubernetes plugin caches every Service and every EndpointSlice, those of imports included, as ours does beside *multicluster*. ")
+		p("First our coredns and stock CoreDNS (`build/coredns-stock`, the Corefile without *multicluster*) run side by side: stock CoreDNS's kubernetes plugin caches every Service and every EndpointSlice, those of imports included; ours, as shipped, leaves the imports' slices to *multicluster* (`%s`). ", labelsWithoutImported)
 		p("Then our coredns runs alone with `GOMEMLIMIT` at %.0f MiB: what it sets itself (90%%) in a container whose memory limit is %.1fx the first round's steady VmRSS. ", mib(s.spikeGoMemLimit), spikeLimit)
 		p("VmRSS of each server is sampled every 20 ms from before the stop until it has settled after our coredns logged the API reachable again. ")
 		p("Meanwhile one client asks our coredns clusterset names of imports in a loop, each answer checked against the import's address.\n\n")

@@ -186,7 +186,7 @@ func (b *bench) scaleChurnRun(ctx context.Context, kubeconfig string, c *cluster
 	}
 	var addrs atomic.Uint32
 	for _, srv := range []churnServer{
-		{name: "coredns-mcs", corefile: corefileWith, multicluster: true},
+		{name: "coredns-mcs", corefile: corefileShipped, multicluster: true},
 		// The control: the same binary without multicluster, its kubernetes
 		// plugin alone, under the same churn (it caches every EndpointSlice,
 		// those of imports included: one informer of the EndpointSlices of
@@ -1044,7 +1044,7 @@ func (r *results) writeScaleChurn(p func(string, ...any)) {
 		c.size, c.imports, c.headless, c.endpoints, c.slices, c.clusters)
 	p("source clusters roll the endpoints of the headless imports: each update moves one endpoint of one slice to a new address (the slice's next endpoint in turn, as a rolling update replaces one pod at a time), ")
 	p("the slices taken in turn in an order that spreads consecutive updates over imports and clusters, by %d concurrent writers paced to the rate asked (an update due while every writer waits for the API server is dropped and counted: the rate acknowledged is what the API server took). ", c.plan.workers)
-	p("One coredns process (the throughput section's Corefile) serves the whole phase. Each rate gets %d rounds of an idle window and a churn window of %s each, the order alternating (idle first, then churn first, ...) so that drift of the machine's load weighs on both alike; ", c.plan.rounds, c.plan.window)
+	p("One coredns process (the scale steps' Corefile: the kubernetes plugin leaves the imports' slices to *multicluster*) serves the whole phase; the control, the same binary without *multicluster*, has stock CoreDNS's Corefile, whose kubernetes plugin handles every slice update. Each rate gets %d rounds of an idle window and a churn window of %s each, the order alternating (idle first, then churn first, ...) so that drift of the machine's load weighs on both alike; ", c.plan.rounds, c.plan.window)
 	p("in both, one client asks A of cluster.local names of local Services (answered by *kubernetes*, passed on by *multicluster*) and clusterset.local names of ClusterSetIP imports, in turn, one query at a time, at most %d a second, %d names of each kind. ", churnLookupRate, r.scale.sizes.lookups)
 	if c.kernelTimestamps {
 		p("A round trip runs from just before the query is sent to the kernel's receive timestamp of the answer (`SO_TIMESTAMPNS`), so time the client waits for its CPU after the answer arrived is not counted. ")
@@ -1125,7 +1125,7 @@ func (r *results) writeScaleChurn(p func(string, ...any)) {
 	p("lookup p99 during churn within %.2fx idle: cluster.local %.2f (%s), clusterset.local %.2f (%s). ", churnScaleRatioTarget, lr, verdict(churnScaleRatioTarget, lr), cr, verdict(churnScaleRatioTarget, cr))
 	if len(control) == len(ours) {
 		cw := control[len(control)-1]
-		p("The control without multicluster, under the same churn: cluster.local p99 %.2fx its idle one; coredns-mcs's ratio over the control's, the plugin's share: %.2f. ",
+		p("The control without multicluster, under the same churn: cluster.local p99 %.2fx its idle one; coredns-mcs's ratio over the control's: %.2f. ",
 			ratio(cw.churn["local"].p99, cw.idle["local"].p99), lr/max(ratio(cw.churn["local"].p99, cw.idle["local"].p99), 1e-9))
 	}
 	p("The largest rate acknowledged was %.0f/s (asked %d/s, %s).\n\n", best.achieved(), best.rate, best.server)
@@ -1144,7 +1144,7 @@ func (r *results) writeScaleChurn(p func(string, ...any)) {
 		p("coredns used %s of CPU per 1,000 updates net of the queries it answered (%s at %.0f/s)", ourNet.Round(time.Millisecond), w.server, w.achieved())
 		if len(control) == len(ours) {
 			_, ctlNet := control[len(control)-1].cpuPer1000()
-			p(", the control without multicluster %s: multicluster's share is %s per 1,000 updates, %.0f%% of a CPU at %d updates/s",
+			p(", the control without multicluster %s: the difference (ours, where *multicluster* handles the imports' slices instead of *kubernetes*, less the control, where *kubernetes* handles them) is %s per 1,000 updates, %.0f%% of a CPU at %d updates/s",
 				ctlNet.Round(time.Millisecond), (ourNet - ctlNet).Round(time.Millisecond), 100*float64(ourNet-ctlNet)/float64(time.Second), churnScaleRate)
 		}
 		p("; coredns as a whole would use %.0f%% of a CPU at %d updates/s.\n\n", 100*float64(ourNet)/float64(time.Second), churnScaleRate)

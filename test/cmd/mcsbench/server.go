@@ -68,6 +68,17 @@ const (
 `
 )
 
+// corefileShipped is corefileWith with the kubernetes stanza of the
+// shipped Corefiles (manifests/corefile, manifests/standalone, the chart):
+// its labels selector leaves out the objects labelled with a source cluster,
+// which multicluster caches itself. The scale section measures it: what a
+// ClusterSet costs the server as deployed.
+var corefileShipped = strings.Replace(corefileWith, "        pods insecure\n",
+	"        pods insecure\n        "+labelsWithoutImported+"\n", 1)
+
+// labelsWithoutImported is the shipped kubernetes stanza's labels line.
+const labelsWithoutImported = "labels !multicluster.kubernetes.io/source-cluster"
+
 // The peers of the clusterset.local answers, on the same API server and
 // queries:
 //
