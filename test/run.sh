@@ -56,6 +56,7 @@ cat > "$dir/Corefile" <<COREFILE
     kubernetes cluster.local in-addr.arpa ip6.arpa {
         kubeconfig $dir/kubeconfig
         pods insecure
+        labels !multicluster.kubernetes.io/source-cluster
         fallthrough in-addr.arpa ip6.arpa
     }
     prometheus 127.0.0.1:$metrics_port

@@ -92,8 +92,10 @@ func (k kubernetesServices) byClusterIP(ip string) []*object.Service {
 
 // byEndpointIP reads the Service of each slice from the kubernetes plugin's
 // index key, svc.ns (object.EndpointsKey). The kubernetes plugin caches every
-// EndpointSlice, multicluster ones too; those carry no
-// kubernetes.io/service-name label, so their service part is empty.
+// EndpointSlice, multicluster ones too, unless its labels selector leaves
+// them out (the shipped Corefiles leave out those with a source cluster);
+// those that carry no kubernetes.io/service-name label have an empty service
+// part.
 func (k kubernetesServices) byEndpointIP(ip string) (eps []localEndpoint, mixed bool) {
 	for _, e := range k.cache.EpIndexReverse(ip) {
 		name, _, ok := strings.Cut(e.Index, ".")

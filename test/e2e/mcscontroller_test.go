@@ -59,8 +59,13 @@ func startMCSController(t *testing.T, kubeconfig string) *harness.Output {
 // own, away from the other tests' objects.
 func TestMCSAPIController(t *testing.T) {
 	own := startOwnCluster(t, controlplane.Options{InstallCRDs: true})
-	s := startServer(t, strings.ReplaceAll(corefileWith, "{{.Kubeconfig}}", own.cp.Kubeconfig), true)
-	n := names{t: t, servers: []*server{s}, ns: "interop-mcs-api"}
+	// Both Corefiles: this controller's objects carry no source-cluster
+	// label, so the shipped labels line changes nothing here.
+	var servers []*server
+	for _, c := range []string{corefileWith, withoutImported(corefileWith)} {
+		servers = append(servers, startServer(t, strings.ReplaceAll(c, "{{.Kubeconfig}}", own.cp.Kubeconfig), true))
+	}
+	n := names{t: t, servers: servers, ns: "interop-mcs-api"}
 	ctx := context.Background()
 	imports := own.mcs.MulticlusterV1alpha1().ServiceImports(n.ns)
 
@@ -73,7 +78,7 @@ func TestMCSAPIController(t *testing.T) {
 	n.nxdomain("db-0.east." + db)
 	n.srv("_postgres._tcp."+db, []string{"5432 " + db},
 		[]string{db + "=10.244.5.20", db + "=10.244.5.21", db + "=10.245.5.20", db + "=10.245.5.21"})
-	expectPTR(t, s, "10.245.5.21", db)
+	n.ptr("10.245.5.21", db)
 	applyFixture(t, own.cp.Config, "mcs-api", "20-west-web-not-ready.yaml")
 	n.a("web", "10.244.4.10")
 
@@ -111,7 +116,7 @@ func TestMCSAPIController(t *testing.T) {
 	n.a("web", clusterIP)
 	webLocal := n.svc("web", "cluster.local")
 	n.srv("_http._tcp."+webLocal, []string{"80 " + webLocal}, []string{webLocal + "=" + clusterIP})
-	expectPTR(t, s, clusterIP, web)
+	n.ptr(clusterIP, web)
 	// The derived Service's own name is the kubernetes plugin's, untouched.
 	n.addresses(derivedName+"."+n.ns+".svc.cluster.local.", dns.TypeA, clusterIP)
 
@@ -131,7 +136,7 @@ func TestMCSAPIController(t *testing.T) {
 		return err == nil && len(si.Spec.IPs) == 0, fmt.Sprint(si.Spec.IPs, err)
 	})
 	n.a("web", clusterIP)
-	expectPTR(t, s, clusterIP, web)
+	n.ptr(clusterIP, web)
 
 	// The controller ignores headless imports (shouldIgnoreImport), but
 	// relabels every multicluster slice for its derived Service
