@@ -9,13 +9,17 @@ import (
 	"strings"
 
 	"github.com/coredns-mcs/coredns-mcs/plugin/multicluster"
+	"github.com/coredns/caddy"
 	"github.com/coredns/caddy/caddyfile"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/dynamic"
 	kubeclient "k8s.io/client-go/kubernetes"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
 // status of one check line.
@@ -300,12 +304,17 @@ func checkCorefile(c *checker, cf *corefile) *caddyfile.ServerBlock {
 		} else {
 			c.add(ok, "corefile", "server block %s: fallback %s (local Services win)", keys, strings.Join(fallback, " "))
 		}
-		if _, _, hasK := stanza(b, "kubernetes"); !hasK {
+		if kst, _, hasK := stanza(b, "kubernetes"); !hasK {
 			if len(fallback) > 0 {
 				c.add(fail, "corefile", "server block %s has multicluster with fallback but no kubernetes plugin: local Services would not win; add the kubernetes stanza", keys)
 			}
 		} else {
 			c.add(ok, "corefile", "server block %s: kubernetes in the same block; the image's plugin.cfg runs multicluster before it", keys)
+			if leavesOutImported(kst) {
+				c.add(ok, "corefile", "server block %s: kubernetes leaves out the objects labelled %s, which multicluster caches itself", keys, mcsv1beta1.LabelSourceCluster)
+			} else {
+				c.add(warn, "corefile", "server block %s: kubernetes also caches the EndpointSlices labelled %s, a second, full copy of what multicluster caches (most of the memory with many imported endpoints): add \"labels !%s\" to its stanza, or join it to its labels with a comma (docs/deploy.md)", keys, mcsv1beta1.LabelSourceCluster, mcsv1beta1.LabelSourceCluster)
+			}
 		}
 		if found == nil {
 			found = &cf.blocks[i]
@@ -315,6 +324,33 @@ func checkCorefile(c *checker, cf *corefile) *caddyfile.ServerBlock {
 		c.add(fail, "corefile", "%s: no server block has a multicluster stanza: add it before kubernetes (README, Corefile)", cf.source)
 	}
 	return found
+}
+
+// leavesOutImported reports whether the kubernetes stanza k has a labels
+// selector that requires the source-cluster label to be absent: the
+// kubernetes plugin applies it to Services, EndpointSlices and Pods
+// (plugin/kubernetes/controller.go in CoreDNS v1.15.0), so it does not cache
+// the objects MCS controllers import from other clusters.
+func leavesOutImported(k *caddy.Controller) bool {
+	for k.Next() {
+		k.RemainingArgs() // zones
+		for k.NextBlock() {
+			if k.Val() != "labels" {
+				continue
+			}
+			sel, err := labels.Parse(strings.Join(k.RemainingArgs(), " "))
+			if err != nil {
+				return false // the kubernetes plugin refuses it: the server does not start
+			}
+			reqs, _ := sel.Requirements()
+			for _, r := range reqs {
+				if r.Key() == mcsv1beta1.LabelSourceCluster && r.Operator() == selection.DoesNotExist {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // checkNodeLocal checks that NodeLocal DNSCache sends clusterset.local to

@@ -49,6 +49,10 @@ type cluster struct {
 	addr     string // the coredns process
 }
 
+// shippedLabels is the kubernetes stanza's labels line of the shipped
+// Corefiles (manifests/corefile).
+const shippedLabels = "labels !multicluster.kubernetes.io/source-cluster"
+
 func corefileText(kubeconfig string, port, readyPort int, extra string) string {
 	return fmt.Sprintf(`.:%d {
     ready 127.0.0.1:%d
@@ -60,6 +64,7 @@ func corefileText(kubeconfig string, port, readyPort int, extra string) string {
     kubernetes cluster.local in-addr.arpa ip6.arpa {
         kubeconfig %s
         pods insecure
+        `+shippedLabels+`
         fallthrough in-addr.arpa ip6.arpa
     }
 }
@@ -231,6 +236,7 @@ func (c *cluster) testCheckCorrect(t *testing.T) {
 		"OK    image           Deployment kube-system/coredns runs ghcr.io/coredns-mcs/coredns-mcs:v0.1.0, version v0.1.0",
 		"OK    rbac            system:serviceaccount:kube-system:coredns may watch serviceimports.multicluster.x-k8s.io",
 		"OK    corefile        server block",
+		"kubernetes leaves out the objects labelled multicluster.kubernetes.io/source-cluster, which multicluster caches itself",
 		"OK    clusterproperty this cluster's id is \"west\"",
 		"OK    imports         1 ServiceImports served",
 	)
@@ -284,6 +290,14 @@ func (c *cluster) testCheckFaults(t *testing.T) {
 	t.Run("Corefile without multicluster", func(t *testing.T) {
 		c.setCorefile(t, ".:53 {\n    kubernetes cluster.local\n    forward . /etc/resolv.conf\n}\n")
 		c.expectFail(t, "no server block has a multicluster stanza")
+		c.setCorefile(t, c.corefile)
+	})
+	t.Run("Corefile whose kubernetes caches the imports' slices", func(t *testing.T) {
+		c.setCorefile(t, strings.Replace(c.corefile, "        "+shippedLabels+"\n", "", 1))
+		code, out, _ := c.kubectlMCS(t, "check")
+		if code != 0 || !strings.Contains(out, "WARN  corefile") || !strings.Contains(out, `add "labels !multicluster.kubernetes.io/source-cluster" to its stanza`) {
+			t.Errorf("exit %d, want 0 and a WARN line that names the labels line:\n%s", code, out)
+		}
 		c.setCorefile(t, c.corefile)
 	})
 	t.Run("Corefile with a bad option", func(t *testing.T) {
