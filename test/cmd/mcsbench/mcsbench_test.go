@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -189,5 +191,30 @@ func TestCorefileShipped(t *testing.T) {
 		if !strings.Contains(string(b), labelsWithoutImported) {
 			t.Errorf("%s does not ship %q", f, labelsWithoutImported)
 		}
+	}
+}
+
+// The relist rounds under a memory limit take it from docs/deploy.md's
+// rule: its constants here must be the document's.
+func TestMemoryRuleOfDocs(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Join(strings.Fields(string(b)), " ")
+	for _, want := range []string{
+		fmt.Sprintf("steady (MiB) = %v + (Services + ServiceImports) / 1000 x %v + endpoints in the EndpointSlices of imports / 1000 x %v ", ruleBaseMiB, rulePerThousandObjects, rulePerThousandEndpoints),
+		fmt.Sprintf("limit = %v x steady", ruleLimitFactor),
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("docs/deploy.md does not say %q", want)
+		}
+	}
+	// 100,000 + 5,000 imports, 100,200 Services, 1,000,000 endpoints.
+	if got, want := float64(ruleSteady(205200, 1000000))/(1<<20), 75+205.2*1.4+1000*0.3; math.Abs(got-want) > 0.01 {
+		t.Errorf("ruleSteady = %.2f MiB, want %.2f", got, want)
+	}
+	if got, want := float64(ruleLimit(205200, 1000000))/(1<<20), 1.3*(75+205.2*1.4+1000*0.3); math.Abs(got-want) > 0.01 {
+		t.Errorf("ruleLimit = %.2f MiB, want %.2f", got, want)
 	}
 }

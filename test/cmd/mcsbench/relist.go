@@ -40,14 +40,44 @@ func (b *bench) startSideBySide(ctx context.Context, kubeconfig, suffix string, 
 
 // startLimited starts our coredns against kubeconfig with the GOMEMLIMIT it
 // would set itself (memlimit.Fraction, 90%) in a container whose memory
-// limit is spikeLimit times steady; it returns the server and that
-// GOMEMLIMIT.
-func (b *bench) startLimited(ctx context.Context, kubeconfig, name string, steady uint64) (*server, uint64, error) {
-	soft := uint64(0.9 * spikeLimit * float64(steady))
+// limit is limit; it returns the server and that GOMEMLIMIT.
+func (b *bench) startLimited(ctx context.Context, kubeconfig, name string, limit uint64) (*server, uint64, error) {
+	soft := uint64(0.9 * float64(limit))
 	s, err := startServer(ctx, serverOptions{binary: b.cfg.coredns, dir: b.dir, name: name, corefile: corefileShipped,
 		kubeconfig: kubeconfig, readyTimeout: 10 * time.Minute, env: []string{fmt.Sprintf("GOMEMLIMIT=%d", soft)},
 		settleEvery: b.res.scale.sizes.settleEvery})
 	return s, soft, err
+}
+
+// The memory rule of docs/deploy.md (Memory), for the shipped Corefile:
+// steady MiB = ruleBaseMiB + (Services + ServiceImports) / 1000 x
+// rulePerThousandObjects + endpoints of imports / 1000 x
+// rulePerThousandEndpoints, limit ruleLimitFactor x steady.
+// TestMemoryRuleOfDocs holds them to the document.
+const (
+	ruleBaseMiB              = 75
+	rulePerThousandObjects   = 1.4
+	rulePerThousandEndpoints = 0.3
+	ruleLimitFactor          = 1.3
+)
+
+// ruleSteady is the steady VmRSS, in bytes, the rule gives a server with
+// objects Services and ServiceImports and endpoints endpoints of imports.
+func ruleSteady(objects, endpoints int) uint64 {
+	mib := ruleBaseMiB + float64(objects)/1000*rulePerThousandObjects + float64(endpoints)/1000*rulePerThousandEndpoints
+	return uint64(mib * (1 << 20))
+}
+
+// ruleLimit is the container memory limit the rule gives the same server.
+func ruleLimit(objects, endpoints int) uint64 {
+	return uint64(ruleLimitFactor * float64(ruleSteady(objects, endpoints)))
+}
+
+// relistObjects is how many Services and ServiceImports the relist rounds'
+// servers hold: the imports, ClusterSetIP and headless, the Services of
+// bench-scale-stock (one per import) and the local ones.
+func (b *bench) relistObjects(imports int) int {
+	return imports + b.res.scale.sizes.headless + imports + scaleLocal
 }
 
 // relistMeter reads the servers' steady VmRSS, then samples it every 20 ms

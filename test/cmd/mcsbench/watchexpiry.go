@@ -322,8 +322,8 @@ func changedIP(n, r int) string {
 
 // scaleExpiry measures the watch-expiry case: our coredns and stock CoreDNS
 // side by side, then (beyond the smoke size) our coredns alone under the
-// GOMEMLIMIT it would set in a container whose memory limit is spikeLimit
-// times its steady VmRSS.
+// GOMEMLIMIT it would set in a container whose memory limit is the one
+// docs/deploy.md's rule gives its objects (ruleLimit).
 func (b *bench) scaleExpiry(ctx context.Context, cp *controlplane.ControlPlane, c *cluster, imports, endpoints int) error {
 	b.phase("scale: relist spike, watches expired")
 	res := &expiryResults{changed: min(100, imports/10), addresses: map[int]string{}, etcd: b.res.scale.sizes.etcdWatches}
@@ -381,7 +381,8 @@ func (b *bench) scaleExpiry(ctx context.Context, cp *controlplane.ControlPlane, 
 		return nil // the smoke test: one round exercises it all
 	}
 
-	limited, soft, err := b.startLimited(ctx, kubeconfig, "coredns-mcs-expiry-gomemlimit", rows[0].steady)
+	limit := ruleLimit(b.relistObjects(imports), endpoints)
+	limited, soft, err := b.startLimited(ctx, kubeconfig, "coredns-mcs-expiry-gomemlimit", limit)
 	if err != nil {
 		return err
 	}
@@ -391,6 +392,7 @@ func (b *bench) scaleExpiry(ctx context.Context, cp *controlplane.ControlPlane, 
 	rows, err = b.expiryRound(ctx, cp, c, proxy, []*server{limited}, objects[:1], imports, 2, label)
 	for i := range rows {
 		rows[i].server = "coredns-mcs, watches expired, " + strings.TrimPrefix(label, "coredns-mcs, ")
+		rows[i].limit = limit
 	}
 	res.rows = append(res.rows, rows...)
 	return err
