@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/corefiles"
 )
 
 // The objects real MCS implementations write in a consuming cluster, as
@@ -26,20 +27,10 @@ var corefileInterop = withOptions(corefileWith, "derived_prefix derived-")
 
 // corefileInteropShipped is corefileInterop as the manifests and the chart
 // ship it: the kubernetes plugin leaves out the objects labelled with a
-// source cluster (withoutImported). Every interop test asks both servers the
-// same names and expects the same answers; what the kubernetes plugin alone
-// answered from those objects is checked apart.
-var corefileInteropShipped = withoutImported(corefileInterop)
-
-// withoutImported adds the kubernetes plugin's labels selector of the
-// shipped Corefiles to corefile's kubernetes block.
-func withoutImported(corefile string) string {
-	const pods = "        pods insecure\n"
-	if !strings.Contains(corefile, pods) {
-		panic("the Corefile has no pods line to add the labels selector after")
-	}
-	return strings.Replace(corefile, pods, pods+"        labels !multicluster.kubernetes.io/source-cluster\n", 1)
-}
+// source cluster. Every interop test asks both servers the same names and
+// expects the same answers; what the kubernetes plugin alone answered from
+// those objects is checked apart.
+var corefileInteropShipped = corefiles.WithoutImported(corefileInterop)
 
 // startInterop starts a server with each interop Corefile: the DNS.md one
 // first, then the shipped one.

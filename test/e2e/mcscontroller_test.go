@@ -14,6 +14,7 @@ import (
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/corefiles"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
@@ -62,7 +63,7 @@ func TestMCSAPIController(t *testing.T) {
 	// Both Corefiles: this controller's objects carry no source-cluster
 	// label, so the shipped labels line changes nothing here.
 	var servers []*server
-	for _, c := range []string{corefileWith, withoutImported(corefileWith)} {
+	for _, c := range []string{corefileWith, corefiles.WithoutImported(corefileWith)} {
 		servers = append(servers, startServer(t, strings.ReplaceAll(c, "{{.Kubeconfig}}", own.cp.Kubeconfig), true))
 	}
 	n := names{t: t, servers: servers, ns: "interop-mcs-api"}

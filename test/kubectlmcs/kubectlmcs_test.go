@@ -22,6 +22,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/internal/mcsctl"
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/corefiles"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/miekg/dns"
 	appsv1 "k8s.io/api/apps/v1"
@@ -49,10 +50,6 @@ type cluster struct {
 	addr     string // the coredns process
 }
 
-// shippedLabels is the kubernetes stanza's labels line of the shipped
-// Corefiles (manifests/corefile).
-const shippedLabels = "labels !multicluster.kubernetes.io/source-cluster"
-
 func corefileText(kubeconfig string, port, readyPort int, extra string) string {
 	return fmt.Sprintf(`.:%d {
     ready 127.0.0.1:%d
@@ -64,7 +61,7 @@ func corefileText(kubeconfig string, port, readyPort int, extra string) string {
     kubernetes cluster.local in-addr.arpa ip6.arpa {
         kubeconfig %s
         pods insecure
-        `+shippedLabels+`
+        `+corefiles.KubernetesLabels+`
         fallthrough in-addr.arpa ip6.arpa
     }
 }
@@ -293,7 +290,7 @@ func (c *cluster) testCheckFaults(t *testing.T) {
 		c.setCorefile(t, c.corefile)
 	})
 	t.Run("Corefile whose kubernetes caches the imports' slices", func(t *testing.T) {
-		c.setCorefile(t, strings.Replace(c.corefile, "        "+shippedLabels+"\n", "", 1))
+		c.setCorefile(t, strings.Replace(c.corefile, "        "+corefiles.KubernetesLabels+"\n", "", 1))
 		code, out, _ := c.kubectlMCS(t, "check")
 		if code != 0 || !strings.Contains(out, "WARN  corefile") || !strings.Contains(out, `add "labels !multicluster.kubernetes.io/source-cluster" to its stanza`) {
 			t.Errorf("exit %d, want 0 and a WARN line that names the labels line:\n%s", code, out)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/corefiles"
 )
 
 const dnsperfOutput = `DNS Performance Testing Tool
@@ -177,10 +179,10 @@ func TestGoBenchMetrics(t *testing.T) {
 // values ship, inside the kubernetes block of corefileShipped.
 func TestCorefileShipped(t *testing.T) {
 	_, kube, ok := strings.Cut(corefileShipped, "    kubernetes cluster.local")
-	if !ok || !strings.Contains(kube, "        "+labelsWithoutImported+"\n") || strings.Count(corefileShipped, labelsWithoutImported) != 1 {
-		t.Errorf("corefileShipped has no %q in its kubernetes block:\n%s", labelsWithoutImported, corefileShipped)
+	if !ok || !strings.Contains(kube, "        "+corefiles.KubernetesLabels+"\n") || strings.Count(corefileShipped, corefiles.KubernetesLabels) != 1 {
+		t.Errorf("corefileShipped has no %q in its kubernetes block:\n%s", corefiles.KubernetesLabels, corefileShipped)
 	}
-	if strings.Replace(corefileShipped, "        "+labelsWithoutImported+"\n", "", 1) != corefileWith {
+	if strings.Replace(corefileShipped, "        "+corefiles.KubernetesLabels+"\n", "", 1) != corefileWith {
 		t.Errorf("corefileShipped differs from corefileWith by more than the labels line:\n%s", corefileShipped)
 	}
 	for _, f := range []string{"manifests/corefile/configmap.yaml", "manifests/standalone/configmap.yaml", "charts/coredns-mcs/values.yaml"} {
@@ -188,8 +190,8 @@ func TestCorefileShipped(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(string(b), labelsWithoutImported) {
-			t.Errorf("%s does not ship %q", f, labelsWithoutImported)
+		if !strings.Contains(string(b), corefiles.KubernetesLabels) {
+			t.Errorf("%s does not ship %q", f, corefiles.KubernetesLabels)
 		}
 	}
 }

@@ -40,13 +40,15 @@ func (b *bench) startSideBySide(ctx context.Context, kubeconfig, suffix string, 
 
 // startLimited starts our coredns against kubeconfig with the GOMEMLIMIT it
 // would set itself (memlimit.Fraction, 90%) in a container whose memory
-// limit is limit; it returns the server and that GOMEMLIMIT.
-func (b *bench) startLimited(ctx context.Context, kubeconfig, name string, limit uint64) (*server, uint64, error) {
-	soft := uint64(0.9 * float64(limit))
-	s, err := startServer(ctx, serverOptions{binary: b.cfg.coredns, dir: b.dir, name: name, corefile: corefileShipped,
+// limit is what docs/deploy.md's rule gives the relist rounds' objects
+// (ruleLimit); it returns the server, that GOMEMLIMIT and that limit.
+func (b *bench) startLimited(ctx context.Context, kubeconfig, name string, imports, endpoints int) (s *server, soft, limit uint64, err error) {
+	limit = ruleLimit(b.relistObjects(imports), endpoints)
+	soft = uint64(0.9 * float64(limit))
+	s, err = startServer(ctx, serverOptions{binary: b.cfg.coredns, dir: b.dir, name: name, corefile: corefileShipped,
 		kubeconfig: kubeconfig, readyTimeout: 10 * time.Minute, env: []string{fmt.Sprintf("GOMEMLIMIT=%d", soft)},
 		settleEvery: b.res.scale.sizes.settleEvery})
-	return s, soft, err
+	return s, soft, limit, err
 }
 
 // The memory rule of docs/deploy.md (Memory), for the shipped Corefile:

@@ -20,6 +20,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/corefiles"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/process"
 )
 
@@ -517,8 +518,7 @@ func (b *bench) scaleSpike(ctx context.Context, cp *controlplane.ControlPlane, i
 	}
 
 	res.spikeObjects, res.spikeEndpoints = b.relistObjects(imports), endpoints
-	limit := ruleLimit(res.spikeObjects, res.spikeEndpoints)
-	limited, soft, err := b.startLimited(ctx, cp.Kubeconfig, "coredns-mcs-gomemlimit", limit)
+	limited, soft, limit, err := b.startLimited(ctx, cp.Kubeconfig, "coredns-mcs-gomemlimit", imports, endpoints)
 	if err != nil {
 		return err
 	}
@@ -651,7 +651,7 @@ func (r *results) writeScale(p func(string, ...any)) {
 	if z.etcdWatches {
 		p("At this size kube-apiserver runs with `--watch-cache=false`: it serves every list and watch from etcd, not from its watch cache as the field's API servers (and the full and medium sizes) do. ")
 	}
-	p("At each step `build/coredns` starts afresh with the throughput section's Corefile (*multicluster* and *kubernetes*) whose kubernetes stanza has, as the shipped Corefiles' (manifests, chart), `%s`: the kubernetes plugin leaves out the EndpointSlices labelled with a source cluster, as these imports' are, which *multicluster* caches itself; not pinned; ", labelsWithoutImported)
+	p("At each step `build/coredns` starts afresh with the throughput section's Corefile (*multicluster* and *kubernetes*) whose kubernetes stanza has, as the shipped Corefiles' (manifests, chart), `%s`: the kubernetes plugin leaves out the EndpointSlices labelled with a source cluster, as these imports' are, which *multicluster* caches itself; not pinned; ", corefiles.KubernetesLabels)
 	p("start-up is the time to the first 200 of `/ready`, then memory is read as in Memory and start-up (VmRSS settled, live heap after a forced GC). ")
 	if z.settleEvery != 0 && z.settleEvery != settleInterval {
 		p("At this size VmRSS is read every %s until it settles (within 1%% over six readings), here and before and after the relist spike. ", z.settleEvery)
@@ -700,7 +700,7 @@ func (r *results) writeScale(p func(string, ...any)) {
 	if len(s.spike) > 0 || s.expiry != nil {
 		p("### Relist spike\n\n")
 		p("Under the last step's ClusterSet, with as many more headless Services in `%s` as there are imports, kube-apiserver is stopped and started again, twice. ", nsScaleStock)
-		p("First our coredns and stock CoreDNS (`build/coredns-stock`, the Corefile without *multicluster*) run side by side: stock CoreDNS's kubernetes plugin caches every Service and every EndpointSlice, those of imports included; ours, as shipped, leaves the imports' slices to *multicluster* (`%s`). ", labelsWithoutImported)
+		p("First our coredns and stock CoreDNS (`build/coredns-stock`, the Corefile without *multicluster*) run side by side: stock CoreDNS's kubernetes plugin caches every Service and every EndpointSlice, those of imports included; ours, as shipped, leaves the imports' slices to *multicluster* (`%s`). ", corefiles.KubernetesLabels)
 		objs, eps := s.spikeObjects, s.spikeEndpoints
 		p("Then our coredns runs alone with `GOMEMLIMIT` at %.0f MiB: what it sets itself (90%%) in a container whose memory limit is the one docs/deploy.md's memory rule gives its objects (%d Services and ServiceImports, %d endpoints of imports: a steady %.0f MiB, limit %.1fx that, %.0f MiB). ",
 			mib(s.spikeGoMemLimit), objs, eps, mib(ruleSteady(objs, eps)), ruleLimitFactor, mib(ruleLimit(objs, eps)))

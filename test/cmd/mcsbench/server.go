@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/coredns-mcs/coredns-mcs/test/internal/corefiles"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/process"
 	"github.com/miekg/dns"
 )
@@ -73,11 +74,7 @@ const (
 // its labels selector leaves out the objects labelled with a source cluster,
 // which multicluster caches itself. The scale section measures it: what a
 // ClusterSet costs the server as deployed.
-var corefileShipped = strings.Replace(corefileWith, "        pods insecure\n",
-	"        pods insecure\n        "+labelsWithoutImported+"\n", 1)
-
-// labelsWithoutImported is the shipped kubernetes stanza's labels line.
-const labelsWithoutImported = "labels !multicluster.kubernetes.io/source-cluster"
+var corefileShipped = corefiles.WithoutImported(corefileWith)
 
 // The peers of the clusterset.local answers, on the same API server and
 // queries:

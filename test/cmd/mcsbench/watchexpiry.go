@@ -381,8 +381,7 @@ func (b *bench) scaleExpiry(ctx context.Context, cp *controlplane.ControlPlane, 
 		return nil // the smoke test: one round exercises it all
 	}
 
-	limit := ruleLimit(b.relistObjects(imports), endpoints)
-	limited, soft, err := b.startLimited(ctx, kubeconfig, "coredns-mcs-expiry-gomemlimit", limit)
+	limited, soft, limit, err := b.startLimited(ctx, kubeconfig, "coredns-mcs-expiry-gomemlimit", imports, endpoints)
 	if err != nil {
 		return err
 	}
