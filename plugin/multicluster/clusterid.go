@@ -106,7 +106,8 @@ func (w *watcher) watchClusterID(ctx context.Context) {
 			}
 		},
 	}
-	store, ctrl := newInformer("ClusterProperty", clusterPropertyListWatch(w.dynamic, gvr), &unstructured.Unstructured{}, toClusterIDSpec, onError, w.retry, handler, nil)
+	store := newStore(nil)
+	ctrl := newInformer("ClusterProperty", clusterPropertyListWatch(w.dynamic, gvr), &unstructured.Unstructured{}, toClusterIDSpec, onError, w.retry, handler, store)
 	w.track("ClusterProperty", store)
 	ctrl.RunWithContext(ctx)
 }

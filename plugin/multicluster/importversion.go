@@ -35,7 +35,8 @@ func (w *watcher) watchImports(ctx context.Context, onSynced func()) {
 
 	var synced []cache.InformerSynced
 	for _, ns := range w.watchNamespaces() {
-		ss, sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), &discovery.EndpointSlice{}, w.toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), w.retry, sliceHandler(w.sources), nil)
+		ss := &sliceStore{s: w.sources, namespace: ns}
+		sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), &discovery.EndpointSlice{}, w.toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), w.retry, sliceHandler(w.sources), ss)
 		w.track(kindEndpointSlice, ss)
 		w.running.Go(func() { sc.RunWithContext(ctx) })
 		synced = append(synced, sc.HasSynced)
@@ -61,8 +62,9 @@ func (w *watcher) watchImports(ctx context.Context, onSynced func()) {
 // follow asks discovery again after the version current watches answered
 // NotFound. While that version is served, or none is (the CRD is gone: the
 // guard reports it), current goes on retrying. When another is served, its
-// informers start, and once they have synced, current's stop and what only
-// current had is withdrawn. follow returns the import watch to go on with.
+// informers start, and once they have synced (their first list deleted what
+// only current had: withdraw), current's stop. follow returns the import
+// watch to go on with.
 func (w *watcher) follow(ctx context.Context, current *importWatch) *importWatch {
 	version, err := servedImportVersion(w.kube)
 	if err != nil || version == current.version {
@@ -76,18 +78,20 @@ func (w *watcher) follow(ctx context.Context, current *importWatch) *importWatch
 		select {
 		case <-ctx.Done():
 			next.stop()
+			w.withdraw(next)
 			return current
 		case <-w.rediscover:
 			// The version changed again before next synced.
 			if v, err := servedImportVersion(w.kube); err == nil && v != next.version {
 				next.stop()
+				w.withdraw(next)
 				return w.follow(ctx, current)
 			}
 		case <-tick.C:
 		}
 	}
 	current.stop()
-	w.withdraw(current, next)
+	w.withdraw(current)
 	// next has listed, so the CRD is served; the NotFound answers of
 	// current, until it stopped, had said otherwise.
 	w.health.clear(reasonCRD)
@@ -99,7 +103,7 @@ func (w *watcher) follow(ctx context.Context, current *importWatch) *importWatch
 // watched namespace.
 type importWatch struct {
 	version string
-	stores  []cache.Store
+	stores  []informerStore
 	synced  []cache.InformerSynced
 	cancel  context.CancelFunc
 	running sync.WaitGroup
@@ -109,9 +113,10 @@ type importWatch struct {
 func (w *watcher) startImports(ctx context.Context, version string) *importWatch {
 	ctx, cancel := context.WithCancel(ctx)
 	iw := &importWatch{version: version, cancel: cancel}
-	h := w.importHandler()
+	h := importHandler(w.sources)
 	for _, ns := range w.watchNamespaces() {
-		store, ctrl := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), importObjectType(version), w.toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, h, nil)
+		store := &importStore{s: w.sources, namespace: ns}
+		ctrl := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), importObjectType(version), w.toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, h, store)
 		w.track(kindServiceImport, store)
 		iw.stores = append(iw.stores, store)
 		iw.synced = append(iw.synced, ctrl.HasSynced)
@@ -135,42 +140,15 @@ func (iw *importWatch) stop() {
 	iw.running.Wait()
 }
 
-// importHandler hands ServiceImports to the sources, one event at a time
-// with withdraw.
-func (w *watcher) importHandler() *handler {
-	h := importHandler(w.sources)
-	return &handler{
-		set: func(o meta.Object) {
-			w.importsMu.Lock()
-			defer w.importsMu.Unlock()
-			h.set(o)
-		},
-		delete: func(o meta.Object) {
-			w.importsMu.Lock()
-			defer w.importsMu.Unlock()
-			h.delete(o)
-		},
-	}
-}
-
-// withdraw deletes from the sources the imports that old, stopped, held and
-// next does not, and takes old's stores out of the objects gauge. It holds
-// the handler's lock, so an import next adds meanwhile is set after it is
-// looked for, never deleted after it was set.
-func (w *watcher) withdraw(old, next *importWatch) {
-	w.importsMu.Lock()
-	h := importHandler(w.sources)
+// withdraw stops tracking the stores of old, stopped, for the objects gauge.
+// Nothing else is left to withdraw: the stores of two versions are views of
+// the same imports in the sources (importStore), so the first list of the
+// version that follows found among its known objects every import old had
+// and the API server no longer lists, and deleted it; and the gauge counts
+// each import once, through the stores of the version still watched.
+func (w *watcher) withdraw(old *importWatch) {
 	for _, store := range old.stores {
-		for _, obj := range store.List() {
-			o := obj.(meta.Object)
-			if !slices.ContainsFunc(next.stores, func(s cache.Store) bool { _, ok, _ := s.GetByKey(objectKey(o)); return ok }) {
-				h.delete(o)
-			}
-		}
-	}
-	w.importsMu.Unlock()
-	for _, store := range old.stores {
-		w.untrack(store)
+		w.forget(store)
 	}
 }
 

@@ -27,13 +27,13 @@ func metricKindOf(obj any, informerKind string) string {
 	return informerKind
 }
 
-// newInformer returns a store of converted objects, with indexers if any,
-// and the controller that fills it. Unlike a plain informer it logs an object
-// that fails conversion once per version and drops it (an earlier good
-// version is withdrawn), and it keeps the reflector quiet about errors
-// onError turns into a degraded state.
-func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, convert object.ToFunc, onError func(error), retry time.Duration, h *handler, indexers cache.Indexers) (cache.Indexer, cache.Controller) {
-	store := cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, indexers)
+// newInformer returns the controller that fills store with converted
+// objects, and passes each change to h. Unlike a plain informer it logs an
+// object that fails conversion once per version and drops it (an earlier
+// good version is withdrawn), and it keeps the reflector quiet about errors
+// onError turns into a degraded state. store is a client-go store
+// (cache.NewIndexer), or one whose writes h makes (importStore, sliceStore).
+func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, convert object.ToFunc, onError func(error), retry time.Duration, h *handler, store informerStore) cache.Controller {
 	metricKind := strings.ToLower(kind)
 	count := func(obj any) prometheus.Gauge { return objects.WithLabelValues(metricKindOf(obj, metricKind)) }
 	// skipped holds the version of each object dropped whole, which the store
@@ -137,7 +137,13 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 			cache.DefaultWatchErrorHandler(ctx, r, err)
 		},
 	}
-	return store, cache.New(cfg)
+	return cache.New(cfg)
+}
+
+// newStore is the client-go store of an informer whose handler does not keep
+// the objects itself.
+func newStore(indexers cache.Indexers) cache.Indexer {
+	return cache.NewIndexer(cache.DeletionHandlingMetaNamespaceKeyFunc, indexers)
 }
 
 // unchanged reports whether in, delivered again, is the version of it the

@@ -67,7 +67,7 @@ func TestRelistSkipsUnchanged(t *testing.T) {
 	convert := func(o meta.Object) (meta.Object, error) { converted.Add(1); return toImportSpec(o) }
 	malformed := malformedTotal.WithLabelValues("serviceimport")
 	before := testutil.ToFloat64(malformed)
-	runScriptedInformer(t, kindServiceImport, lw, &mcsv1beta1.ServiceImport{}, convert, counting)
+	runScriptedInformer(t, kindServiceImport, lw, &mcsv1beta1.ServiceImport{}, convert, counting, &importStore{s: m.sources})
 	w := lw.nextWatch(t)
 	waitFor(t, 5*time.Second, "the first list processed", func() bool { return testutil.ToFloat64(malformed) == before+1 })
 	if sets.Load() != 2 || converted.Load() != 3 {
@@ -299,6 +299,10 @@ func TestFollowsServedVersion(t *testing.T) {
 	})
 	waitFor(t, 5*time.Second, "the import only v1alpha1 had withdrawn", func() bool { return m.index.lookup("ns1", "gone") == nil })
 	waitFor(t, 5*time.Second, "the degraded state cleared", func() bool { return m.degraded.Load() == nil })
+	// The switch ends with this line, once the v1alpha1 informers stopped.
+	waitFor(t, 5*time.Second, "the switch logged as done", func() bool {
+		return logs.count("ServiceImports from multicluster.x-k8s.io/v1beta1") == 1
+	})
 	if got := testutil.ToFloat64(gauge) - gaugeBefore; got != 2 {
 		t.Errorf("objects{kind=serviceimport} +%v, want +2: the v1alpha1 store left the gauge", got)
 	}
@@ -309,6 +313,83 @@ func TestFollowsServedVersion(t *testing.T) {
 	}
 	if n := logs.count("ServiceImports multicluster.x-k8s.io/v1alpha1 are no longer served: watching multicluster.x-k8s.io/v1beta1"); n != 1 {
 		t.Errorf("the switch logged %d times, want once:\n%s", n, logs)
+	}
+	w.stop()
+	if got := testutil.ToFloat64(gauge); got != gaugeBefore {
+		t.Errorf("after stop objects{kind=serviceimport} = %v, want %v", got, gaugeBefore)
+	}
+}
+
+// TestStopDuringVersionSwitch: the ServiceImport stores of two versions are
+// views of the same imports. A watcher stopped while the version it switches
+// to has not synced yet (its lists fail) takes each import out of the
+// objects gauge once, not once per version.
+func TestStopDuringVersionSwitch(t *testing.T) {
+	logs := captureLog(t)
+	kube := kubefake.NewClientset()
+	disco := kube.Discovery().(*fakediscovery.FakeDiscovery)
+	serve := func(version string) {
+		kube.Lock()
+		defer kube.Unlock()
+		disco.Resources = []*meta.APIResourceList{{GroupVersion: mcsGroup + "/" + version,
+			APIResources: []meta.APIResource{{Name: importResource, Namespaced: true, Kind: "ServiceImport"}}}}
+	}
+	serve("v1alpha1")
+	mcs := mcsfake.NewSimpleClientset()
+	var switched atomic.Bool
+	var betaLists atomic.Int32
+	notFound := apierrors.NewNotFound(schema.GroupResource{Group: mcsGroup, Resource: importResource}, "")
+	mcs.PrependReactor("list", importResource, func(action k8stesting.Action) (bool, runtimek8s.Object, error) {
+		switch {
+		case !switched.Load():
+			return false, nil, nil
+		case action.GetResource().Version == "v1alpha1":
+			return true, nil, notFound
+		default:
+			betaLists.Add(1)
+			return true, nil, apierrors.NewInternalError(fmt.Errorf("etcd unavailable"))
+		}
+	})
+	var mu sync.Mutex
+	var alphaWatches []watch.Interface
+	mcs.PrependWatchReactor(importResource, func(action k8stesting.Action) (bool, watch.Interface, error) {
+		if switched.Load() {
+			return true, nil, notFound
+		}
+		wi, err := mcs.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		mu.Lock()
+		alphaWatches = append(alphaWatches, wi)
+		mu.Unlock()
+		return true, wi, err
+	})
+	si := &mcsv1alpha1.ServiceImport{ObjectMeta: meta.ObjectMeta{Namespace: "ns1", Name: "kept"},
+		Spec: mcsv1alpha1.ServiceImportSpec{Type: mcsv1alpha1.ClusterSetIP, IPs: []string{"10.7.0.1"},
+			Ports: []mcsv1alpha1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}}}}
+	if _, err := mcs.MulticlusterV1alpha1().ServiceImports("ns1").Create(context.Background(), si, meta.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	m := New()
+	gauge := objects.WithLabelValues("serviceimport")
+	gaugeBefore := testutil.ToFloat64(gauge)
+	w, synced := startTestWatcher(t, m, kube, mcs)
+	<-synced
+	if got := testutil.ToFloat64(gauge) - gaugeBefore; got != 1 {
+		t.Fatalf("objects{kind=serviceimport} +%v after the first list, want +1", got)
+	}
+
+	serve("v1beta1")
+	switched.Store(true)
+	mu.Lock()
+	for _, wi := range alphaWatches {
+		wi.Stop()
+	}
+	mu.Unlock()
+	waitFor(t, 10*time.Second, "the switch begun and v1beta1 listed", func() bool {
+		return logs.count("watching multicluster.x-k8s.io/v1beta1") == 1 && betaLists.Load() > 0
+	})
+	if m.index.lookup("ns1", "kept") == nil {
+		t.Error("the import was withdrawn before the version that follows listed")
 	}
 	w.stop()
 	if got := testutil.ToFloat64(gauge); got != gaugeBefore {

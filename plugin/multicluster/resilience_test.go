@@ -271,11 +271,12 @@ func (s *scriptedListWatch) nextWatch(t *testing.T) *watch.FakeWatcher {
 	}
 }
 
-// runScriptedInformer runs the plugin's informer of kind over lw.
-func runScriptedInformer(t *testing.T, kind string, lw *scriptedListWatch, objType runtime.Object, convert func(meta.Object) (meta.Object, error), h *handler) {
+// runScriptedInformer runs the plugin's informer of kind over lw, with the
+// store the watcher gives it.
+func runScriptedInformer(t *testing.T, kind string, lw *scriptedListWatch, objType runtime.Object, convert func(meta.Object) (meta.Object, error), h *handler, store informerStore) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	_, ctrl := newInformer(kind, lw.listWatch(), objType, convert, func(error) {}, 10*time.Millisecond, h, nil)
+	ctrl := newInformer(kind, lw.listWatch(), objType, convert, func(error) {}, 10*time.Millisecond, h, store)
 	done := make(chan struct{})
 	go func() { ctrl.RunWithContext(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
@@ -343,8 +344,8 @@ func TestMalformedObjects(t *testing.T) {
 	sliceLW := newScriptedListWatch(func() runtime.Object {
 		return &discovery.EndpointSliceList{ListMeta: meta.ListMeta{ResourceVersion: "1"}, Items: slices}
 	})
-	runScriptedInformer(t, kindEndpointSlice, sliceLW, &discovery.EndpointSlice{}, (&watcher{longestZone: len(defaultZone)}).toSliceSpec, sliceHandler(m.sources))
-	runScriptedInformer(t, kindServiceImport, importLW, &mcsv1beta1.ServiceImport{}, toImportSpec, importHandler(m.sources))
+	runScriptedInformer(t, kindEndpointSlice, sliceLW, &discovery.EndpointSlice{}, (&watcher{longestZone: len(defaultZone)}).toSliceSpec, sliceHandler(m.sources), &sliceStore{s: m.sources})
+	runScriptedInformer(t, kindServiceImport, importLW, &mcsv1beta1.ServiceImport{}, toImportSpec, importHandler(m.sources), &importStore{s: m.sources})
 	watcher := importLW.nextWatch(t)
 
 	cases := []test.Case{

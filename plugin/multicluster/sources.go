@@ -15,10 +15,11 @@ type sliceID struct{ namespace, name string }
 // sources holds, per service, the objects the informers delivered, and
 // publishes that service's view in the index whenever one of them changes.
 // It is written by the informer goroutines only; ServeDNS reads the index.
+// Its maps are the informers' stores too (importStore, sliceStore).
 type sources struct {
 	mu      sync.Mutex
 	imports map[serviceKey]*importSpec
-	copies  map[serviceKey]struct{} // per-cluster copies, never served
+	copies  map[serviceKey]*importSpec // per-cluster copies, never served
 	slices  map[serviceKey]*serviceSlices
 	sliceOf map[sliceID]serviceKey // where a slice was filed, for relabelled slices
 	index   *index
@@ -53,7 +54,7 @@ type hostKey struct{ host, cluster string }
 func newSources(x *index) *sources {
 	return &sources{
 		imports: make(map[serviceKey]*importSpec),
-		copies:  make(map[serviceKey]struct{}),
+		copies:  make(map[serviceKey]*importSpec),
 		slices:  make(map[serviceKey]*serviceSlices),
 		sliceOf: make(map[sliceID]serviceKey),
 		index:   x,
@@ -66,8 +67,8 @@ func (s *sources) setImport(spec *importSpec) {
 	if spec.perClusterCopy {
 		if _, seen := s.copies[spec.key]; !seen {
 			log.Infof("ServiceImport %s is labelled %s: a controller's per-cluster copy of an import, not served", spec.key, labelServiceName)
-			s.copies[spec.key] = struct{}{}
 		}
+		s.copies[spec.key] = spec
 		// Labelled after it was served: withdraw it.
 		s.deleteImportLocked(spec.key)
 		return

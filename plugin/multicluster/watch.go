@@ -71,9 +71,6 @@ type watcher struct {
 	// rediscover is signalled when a list or watch of ServiceImports
 	// answers NotFound: the version watched may no longer be served.
 	rediscover chan struct{}
-	// importsMu orders the ServiceImport handler against the withdrawal of
-	// what an informer of a version no longer served left behind.
-	importsMu sync.Mutex
 
 	// unreachable are the resources whose last list or watch call got no
 	// answer from the API server (a refused or timed-out connection), for
@@ -82,33 +79,28 @@ type watcher struct {
 	unreachable   map[string]bool
 
 	mu       sync.Mutex
-	stores   map[cache.Store]string // every store, by metric kind, for the objects gauge
+	stores   map[informerStore]string // every store, by metric kind, for the objects gauge
 	cancel   context.CancelFunc
 	stopOnce sync.Once
 }
 
 // track returns store after noting it for stop.
-func (w *watcher) track(kind string, store cache.Store) cache.Store {
+func (w *watcher) track(kind string, store informerStore) informerStore {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.stores == nil {
-		w.stores = map[cache.Store]string{}
+		w.stores = map[informerStore]string{}
 	}
 	w.stores[store] = strings.ToLower(kind)
 	return store
 }
 
-// untrack takes what store holds out of the objects gauge, and forgets it.
-func (w *watcher) untrack(store cache.Store) {
+// forget stops tracking store, whose objects stay counted: another store
+// sees the same ones (the ServiceImport stores of two versions are views of
+// the sources' imports).
+func (w *watcher) forget(store informerStore) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	kind, ok := w.stores[store]
-	if !ok {
-		return
-	}
-	for _, obj := range store.List() {
-		objects.WithLabelValues(metricKindOf(obj, kind)).Dec()
-	}
 	delete(w.stores, store)
 }
 
@@ -121,7 +113,8 @@ func (w *watcher) start(onSynced func()) {
 	degradedReasons.join(w.health)
 
 	if w.ownServices {
-		store, ctrl := newInformer("Service", serviceListWatch(w.kube), &corev1.Service{}, toService, w.guard(reasonServiceRBAC, "services"), w.retry, serviceHandler(&w.serviceChanges), clusterIPIndexers)
+		store := newStore(clusterIPIndexers)
+		ctrl := newInformer("Service", serviceListWatch(w.kube), &corev1.Service{}, toService, w.guard(reasonServiceRBAC, "services"), w.retry, serviceHandler(&w.serviceChanges), store)
 		w.track("Service", store)
 		w.services = store
 		w.servicesOK = ctrl.HasSynced

@@ -75,7 +75,7 @@ func TestInformersListThenWatch(t *testing.T) {
 			return watch.NewFake(), nil
 		},
 	}
-	_, ctrl := newInformer(kindServiceImport, lw, &mcsv1beta1.ServiceImport{}, toImportSpec, func(error) {}, time.Second, nil, nil)
+	ctrl := newInformer(kindServiceImport, lw, &mcsv1beta1.ServiceImport{}, toImportSpec, func(error) {}, time.Second, nil, newStore(nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go ctrl.RunWithContext(ctx)
