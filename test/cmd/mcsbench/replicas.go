@@ -101,7 +101,7 @@ func (b *bench) replicas(ctx context.Context, cp *controlplane.ControlPlane, c *
 			}
 			// Running but not ready: counted, and the others measured.
 			if row.notReady++; row.why == "" {
-				row.why = lastLine(process.LogTail(servers[i].logPath, 3))
+				row.why = fmt.Sprintf("/ready answered %s; its log ended with `%s`", servers[i].notReady, lastLine(process.LogTail(servers[i].logPath, 3)))
 			}
 		}
 		cpu1, err := procCPU(pid)
@@ -140,7 +140,7 @@ func (r *results) writeReplicas(p func(string, ...any)) {
 	}
 	for _, row := range s.replicas {
 		if row.notReady > 0 {
-			p("With %d replicas, %d were not ready after %s (the figures are those at that moment); the log of the first ended with `%s`.\n\n", row.n, row.notReady, replicaReadyTimeout, row.why)
+			p("With %d replicas, %d were not ready after %s (the figures are those at that moment); of the first, %s.\n\n", row.n, row.notReady, replicaReadyTimeout, row.why)
 		}
 	}
 	p("\n")

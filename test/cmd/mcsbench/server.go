@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/corefiles"
@@ -134,6 +135,8 @@ type server struct {
 	logPath    string
 	// readyAfter is the time from the fork to the first /ready 200.
 	readyAfter time.Duration
+	// notReady is what /ready answered last, when it never answered 200.
+	notReady string
 	// settleEvery is how often settledMemory reads VmRSS.
 	settleEvery time.Duration
 }
@@ -230,24 +233,29 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 func (s *server) waitReady(ctx context.Context, timeout time.Duration) error {
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(timeout)
+	last := "no answer yet" // what /ready said last: the plugins not ready
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.readyURL, nil)
 		if err != nil {
 			return err
 		}
 		if resp, err := client.Do(req); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				s.readyAfter = time.Since(s.proc.Started)
 				return nil
 			}
+			last = fmt.Sprintf("%d %q", resp.StatusCode, strings.TrimSpace(string(body)))
+		} else {
+			last = err.Error()
 		}
 		if s.proc.Exited() {
 			return fmt.Errorf("%s exited before it was ready (%v):\n%s", s.proc.Name, s.proc.Err(), process.LogTail(s.logPath, 20))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %s:\n%s", s.proc.Name, timeout, process.LogTail(s.logPath, 20))
+			s.notReady = last
+			return fmt.Errorf("%s not ready after %s (/ready: %s):\n%s", s.proc.Name, timeout, last, process.LogTail(s.logPath, 20))
 		}
 		select {
 		case <-ctx.Done():
@@ -467,9 +475,22 @@ func answerOf(r *dns.Msg) string {
 	return b.String()
 }
 
+// handedOut are the ports freePorts returned in this run. coredns binds
+// its listeners with SO_REUSEPORT (plugin/pkg/reuseport), so two servers
+// given one port would both start, and the kernel would hand each new
+// connection to one of them: a server's /ready, say, polled on another's
+// metrics listener, which answers 404. A port the kernel offers again,
+// after the server it was given to closed it, is not given out twice.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
 // freePorts returns n distinct ports on 127.0.0.1 that were free, for both
-// TCP and UDP, a moment ago.
+// TCP and UDP, a moment ago, and that no other call returned.
 func freePorts(n int) ([]int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
 	var ports []int
 	var held []io.Closer
 	defer func() {
@@ -484,12 +505,18 @@ func freePorts(n int) ([]int, error) {
 		}
 		held = append(held, l)
 		port := l.Addr().(*net.TCPAddr).Port
+		if handedOut.ports[port] {
+			continue // held, so a new port comes next
+		}
 		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			continue // taken for UDP; the TCP listener stays held, so a new port comes next
 		}
 		held = append(held, u)
 		ports = append(ports, port)
+	}
+	for _, port := range ports {
+		handedOut.ports[port] = true
 	}
 	return ports, nil
 }
