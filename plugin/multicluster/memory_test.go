@@ -222,3 +222,55 @@ func TestRetainedPerEndpointBudget(t *testing.T) {
 		t.Errorf("the plugin keeps %.0f bytes per endpoint, over the budget of %d", per, budget)
 	}
 }
+
+// retainedPerEndpointOfSmallImports returns the bytes of heap the plugin
+// keeps per endpoint of imports headless imports of one slice of perSlice
+// endpoints each (one source cluster: most headless services), net of the
+// imports themselves.
+func retainedPerEndpointOfSmallImports(tb testing.TB, imports, perSlice int) float64 {
+	x := newIndex()
+	s := newSources(x)
+	for i := range imports {
+		spec, _, err := newImportSpec(importFields{namespace: "small-headless", name: fmt.Sprintf("hl-%d", i), typ: "Headless", resourceVersion: "1", ports: []portFields{{name: "http", protocol: "TCP", port: 80}}})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		s.setImport(spec)
+	}
+	before := liveHeap()
+	yes := true
+	for i := range imports {
+		name := fmt.Sprintf("hl-%d", i)
+		es := &discovery.EndpointSlice{
+			ObjectMeta: meta.ObjectMeta{Namespace: "small-headless", Name: name + "-abcde", ResourceVersion: "2",
+				Labels: map[string]string{labelServiceName: name, labelSourceCluster: fmt.Sprintf("cluster-%03d", i%255)}},
+			AddressType: discovery.AddressTypeIPv4,
+			Ports:       []discovery.EndpointPort{endpointPort("http", "TCP", 80)},
+		}
+		for j := range perSlice {
+			es.Endpoints = append(es.Endpoints, discovery.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", 100+i>>8, i&255, j)}, Conditions: discovery.EndpointConditions{Ready: &yes}})
+		}
+		spec, _, err := newSliceSpec(es, len("clusterset.local."))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		s.setSlice(spec)
+	}
+	after := liveHeap()
+	runtime.KeepAlive(s)
+	return float64(int64(after)-int64(before)) / float64(imports*perSlice)
+}
+
+// TestRetainedPerEndpointOfSmallImportsBudget: endpoints of many headless
+// imports of one slice each cost more than those of one big import, since
+// every import has its slices' lists and maps, and every slice its spec. 150
+// bytes, of which about 35 the counts of the slice's addresses; 132 once a
+// service with one slice kept none (serviceSlices.counted).
+func TestRetainedPerEndpointOfSmallImportsBudget(t *testing.T) {
+	const budget = 140
+	per := retainedPerEndpointOfSmallImports(t, 2000, 40)
+	t.Logf("%.0f bytes per endpoint of 2000 imports of one slice of 40 (scale target %d)", per, targetPerEndpoint)
+	if per > budget {
+		t.Errorf("the plugin keeps %.0f bytes per endpoint, over the budget of %d", per, budget)
+	}
+}

@@ -3,6 +3,7 @@ package multicluster
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -67,6 +68,11 @@ type sliceSpec struct {
 	endpoints []endpoint
 	anonymous int // endpoints[:anonymous] have no host name
 	n4, n6    int // addresses by family
+	// selfDups: answers from this slice alone must be de-duplicated (some
+	// address is listed under two names, or some hostname could be an
+	// address's name): set whenever the counts of a service's slices
+	// (serviceSlices) would find a repeat, were this its only slice.
+	selfDups bool
 	// ref stands for the slice in the reverse map; the sources give it
 	// when they file the slice, the former version's if it had the same
 	// cluster.
@@ -422,7 +428,7 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 	if len(s.endpoints) < cap(s.endpoints)*7/8 {
 		s.endpoints = slices.Clone(s.endpoints) // skipped or repeated addresses left room
 	}
-	for _, e := range s.endpoints {
+	for i, e := range s.endpoints {
 		if e.host == "" {
 			s.anonymous++
 		}
@@ -431,8 +437,61 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 		} else {
 			s.n4++
 		}
+		if e.named && (i == 0 || s.endpoints[i-1].host != e.host) && looksDashed(e.host) {
+			s.selfDups = true
+		}
 	}
+	s.selfDups = s.selfDups || repeatsAddress(s.endpoints)
 	return s, problems, nil
+}
+
+// repeatsAddress reports whether two endpoints have one address. They are
+// ordered by name first, and one address may have two names: two
+// hostnames, or two texts (10.0.0.1 and ::ffff:10.0.0.1 are one IPv4
+// address).
+func repeatsAddress(eps []endpoint) bool {
+	if len(eps) < 2 {
+		return false
+	}
+	v4 := !slices.ContainsFunc(eps, func(e endpoint) bool { return len(e.ip) != net.IPv4len })
+	if v4 {
+		var buf [256]uint32 // on the stack: most slices have fewer endpoints
+		addrs := buf[:0]
+		if len(eps) > len(buf) {
+			addrs = make([]uint32, 0, len(eps))
+		}
+		for _, e := range eps {
+			addrs = append(addrs, binary.BigEndian.Uint32(e.ip))
+		}
+		slices.Sort(addrs)
+		return hasAdjacent(addrs)
+	}
+	// IPv6, or both families in a slice without an addressType: an IPv4
+	// address as net.IP.To16 has it, which no IPv6 endpoint has (an
+	// IPv4-mapped address is taken as IPv4).
+	addrs := make([][16]byte, 0, len(eps))
+	for _, e := range eps {
+		var a [16]byte
+		if len(e.ip) == net.IPv4len {
+			a[10], a[11] = 0xff, 0xff
+			copy(a[12:], e.ip)
+		} else {
+			copy(a[:], e.ip)
+		}
+		addrs = append(addrs, a)
+	}
+	slices.SortFunc(addrs, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
+	return hasAdjacent(addrs)
+}
+
+// hasAdjacent reports whether two neighbours of sorted are equal.
+func hasAdjacent[T comparable](sorted []T) bool {
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			return true
+		}
+	}
+	return false
 }
 
 // appendDashed appends dashedIP(ip) to b.

@@ -41,6 +41,13 @@ type serviceSlices struct {
 	// counts the hostnames that could be such a name, which an endpoint
 	// named by its address may repeat: while there are any, answers are
 	// de-duplicated.
+	//
+	// The counts are kept (counted) only while the service has two slices
+	// or more. Most services have one (one source cluster, up to 100
+	// endpoints: the EndpointSlice controller's default), which says
+	// itself whether its answers need de-duplicating (selfDups): its counts
+	// would cost every endpoint about 35 bytes for nothing.
+	counted          bool
 	addrs4           map[[4]byte]int32
 	addrs6           map[[16]byte]int32
 	names            map[hostKey]int32
@@ -103,7 +110,7 @@ func (s *sources) setSlice(spec *sliceSpec) {
 	}
 	ss := s.slices[spec.key]
 	if ss == nil {
-		ss = &serviceSlices{byName: make(map[string]*sliceSpec), addrs4: make(map[[4]byte]int32), addrs6: make(map[[16]byte]int32), names: make(map[hostKey]int32)}
+		ss = &serviceSlices{byName: make(map[string]*sliceSpec)}
 		s.slices[spec.key] = ss
 	}
 	old := ss.byName[spec.name]
@@ -144,9 +151,12 @@ func (s *sources) removeSliceLocked(key serviceKey, name string) {
 }
 
 // replace puts slice b in place of a (either may be nil; both have the same
-// name), with work proportional to the two slices and a copy of the list.
+// name), with work proportional to the two slices and a copy of the list;
+// and the work of counting every slice's when the service comes to have two.
 func (ss *serviceSlices) replace(a, b *sliceSpec) {
-	ss.recount(a, b)
+	if ss.counted {
+		ss.recount(a, b)
+	}
 	if a != nil {
 		delete(ss.byName, a.name)
 	}
@@ -164,6 +174,18 @@ func (ss *serviceSlices) replace(a, b *sliceSpec) {
 		ordered = slices.Insert(ordered, i, b)
 	}
 	ss.ordered = ordered
+	switch {
+	case len(ordered) >= 2 && !ss.counted:
+		ss.counted = true
+		ss.addrs4, ss.addrs6, ss.names = make(map[[4]byte]int32), make(map[[16]byte]int32), make(map[hostKey]int32)
+		for _, s := range ordered {
+			ss.recount(nil, s)
+		}
+	case len(ordered) < 2 && ss.counted:
+		ss.counted = false
+		ss.addrs4, ss.addrs6, ss.names = nil, nil, nil
+		ss.dupAddr, ss.dupName, ss.dashLike = 0, 0, 0
+	}
 }
 
 // recount moves the counts of addresses and names from slice a to slice b
@@ -276,6 +298,23 @@ func (ss *serviceSlices) tallyNamed(host, cluster string, named bool, delta int3
 // looksDashed reports whether a hostname could be an address's name
 // (dashedIP).
 func looksDashed(host string) bool {
+	// An address's name (dashedIP, lower case) is made of hex digits and
+	// at least two dashes (an IPv4 text has three dots, an IPv6 text two
+	// colons at least): most hostnames ("web-0", "db-1") are ruled out
+	// without parsing, which allocates.
+	dashes := 0
+	for i := range len(host) {
+		switch c := host[i]; {
+		case c == '-':
+			dashes++
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f':
+		default:
+			return false
+		}
+	}
+	if dashes < 2 {
+		return false
+	}
 	if _, err := netip.ParseAddr(strings.ReplaceAll(host, "-", ".")); err == nil {
 		return true
 	}
@@ -303,7 +342,13 @@ func tally[K comparable](m map[K]int32, k K, delta int32, dups *int) {
 
 // duplicates reports whether some address or name occurs twice.
 func (ss *serviceSlices) duplicates() bool {
-	return ss != nil && (ss.dupAddr > 0 || ss.dupName > 0 || ss.dashLike > 0)
+	switch {
+	case ss == nil:
+		return false
+	case !ss.counted:
+		return len(ss.ordered) == 1 && ss.ordered[0].selfDups
+	}
+	return ss.dupAddr > 0 || ss.dupName > 0 || ss.dashLike > 0
 }
 
 // rebuildLocked publishes the view of key built from what is known of it

@@ -1,11 +1,14 @@
 package multicluster
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
+
+	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
 	core "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 )
@@ -266,5 +269,77 @@ func TestPTROneName(t *testing.T) {
 		} {
 			t.Run(tc.Qname, func(t *testing.T) { checkCase(t, m, tc) })
 		}
+	}
+}
+
+// TestOneSliceDuplicates: a service with one slice keeps no counts of its
+// addresses and names; the slice says itself whether its answers repeat a
+// record (sliceSpec.selfDups). Over random slices whose endpoints share
+// addresses (in two texts too), hostnames, and hostnames that read as an
+// address's name, the flag is set whenever the counts would have found a
+// repeat, and the zone, which one slice's view answers from, has no record
+// twice. A second slice brings the counts, and its going takes them away.
+func TestOneSliceDuplicates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 32))
+	pools := map[discovery.AddressType][]string{
+		discovery.AddressTypeIPv4: {"10.1.0.1", "10.1.0.2", "10.1.0.9", "::ffff:10.1.0.1"},
+		discovery.AddressTypeIPv6: {"fd00::1", "FD00:0::1", "fd00::2", "fd00::9"},
+	}
+	hosts := []string{"", "", "db-0", "db-1", "10-1-0-1", "fd00--2"}
+	pg := []discovery.EndpointPort{endpointPort("pg", core.ProtocolTCP, 5432)}
+	const z = "clusterset.local."
+	flagged := 0
+	for i := range 400 {
+		family := discovery.AddressTypeIPv4
+		if i%2 == 1 {
+			family = discovery.AddressTypeIPv6
+		}
+		var eps []discovery.Endpoint
+		for range 1 + rng.IntN(5) {
+			eps = append(eps, ep(pools[family][rng.IntN(4)], hosts[rng.IntN(len(hosts))], nil))
+		}
+		m, _ := newTestPlugin(t, []importDef{{ns: "ns1", name: "db", typ: "Headless"}}, fakeLocal{})
+		setSlice(t, m, slice{ns: "ns1", svc: "db", cluster: "east", name: "db-a", family: family, ports: pg, endpoints: eps})
+		spec := m.sources.slices[serviceKey{namespace: "ns1", name: "db"}].byName["db-a"]
+		counts := &serviceSlices{counted: true, addrs4: map[[4]byte]int32{}, addrs6: map[[16]byte]int32{}, names: map[hostKey]int32{}}
+		counts.recount(nil, spec)
+		if counts.duplicates() && !spec.selfDups {
+			t.Fatalf("%v: the counts find a repeat the slice does not flag", eps)
+		}
+		if spec.selfDups {
+			flagged++
+		}
+		rrs := collect(t, m, z, 0)
+		if err := dnscheck.DistinctRecords(rrs[1 : len(rrs)-1]); err != nil {
+			t.Fatalf("%v: %v", eps, err)
+		}
+		// A second slice, of this cluster or another: counted.
+		var more []discovery.Endpoint
+		for range 1 + rng.IntN(3) {
+			more = append(more, ep(pools[family][rng.IntN(4)], hosts[rng.IntN(len(hosts))], nil))
+		}
+		setSlice(t, m, slice{ns: "ns1", svc: "db", cluster: []string{"east", "west"}[rng.IntN(2)], name: "db-b", family: family, ports: pg, endpoints: more})
+		rrs = collect(t, m, z, 0)
+		if err := dnscheck.DistinctRecords(rrs[1 : len(rrs)-1]); err != nil {
+			t.Fatalf("%v and %v: %v", eps, more, err)
+		}
+	}
+	if flagged == 0 || flagged == 400 {
+		t.Fatalf("%d of 400 random slices flagged: the test does not tell them apart", flagged)
+	}
+
+	m, _ := newTestPlugin(t, []importDef{{ns: "ns1", name: "db", typ: "Headless"}}, fakeLocal{})
+	setSlice(t, m, slice{ns: "ns1", svc: "db", cluster: "east", name: "db-a", ports: pg, endpoints: []discovery.Endpoint{ep("10.1.0.1", "", nil)}})
+	ss := m.sources.slices[serviceKey{namespace: "ns1", name: "db"}]
+	if ss.counted || ss.addrs4 != nil {
+		t.Fatal("one slice is counted")
+	}
+	setSlice(t, m, slice{ns: "ns1", svc: "db", cluster: "west", name: "db-b", ports: pg, endpoints: []discovery.Endpoint{ep("10.1.0.1", "", nil)}})
+	if !ss.counted || ss.addrs4[[4]byte{10, 1, 0, 1}] != 2 || !m.index.lookup("ns1", "db").eps.dups {
+		t.Fatalf("two slices with one address: counted %v, %v, dups %v", ss.counted, ss.addrs4, m.index.lookup("ns1", "db").eps.dups)
+	}
+	m.sources.deleteSlice("ns1", "db-b")
+	if ss.counted || ss.addrs4 != nil || m.index.lookup("ns1", "db").eps.dups {
+		t.Fatalf("one slice again: counted %v, %v, dups %v", ss.counted, ss.addrs4, m.index.lookup("ns1", "db").eps.dups)
 	}
 }
