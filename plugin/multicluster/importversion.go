@@ -35,7 +35,7 @@ func (w *watcher) watchImports(ctx context.Context, onSynced func()) {
 
 	var synced []cache.InformerSynced
 	for _, ns := range w.watchNamespaces() {
-		ss := &sliceStore{s: w.sources, namespace: ns}
+		ss := &sliceStore{storeScope{s: w.sources, namespace: ns}}
 		sc := newInformer(kindEndpointSlice, sliceListWatch(w.kube, ns), &discovery.EndpointSlice{}, w.toSliceSpec, w.guard(reasonSliceRBAC, "endpointslices"), w.retry, sliceHandler(w.sources), ss)
 		w.track(kindEndpointSlice, ss)
 		w.running.Go(func() { sc.RunWithContext(ctx) })
@@ -115,7 +115,7 @@ func (w *watcher) startImports(ctx context.Context, version string) *importWatch
 	iw := &importWatch{version: version, cancel: cancel}
 	h := importHandler(w.sources)
 	for _, ns := range w.watchNamespaces() {
-		store := &importStore{s: w.sources, namespace: ns}
+		store := &importStore{storeScope{s: w.sources, namespace: ns}}
 		ctrl := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), importObjectType(version), w.toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, h, store)
 		w.track(kindServiceImport, store)
 		iw.stores = append(iw.stores, store)

@@ -67,7 +67,7 @@ func TestRelistSkipsUnchanged(t *testing.T) {
 	convert := func(o meta.Object) (meta.Object, error) { converted.Add(1); return toImportSpec(o) }
 	malformed := malformedTotal.WithLabelValues("serviceimport")
 	before := testutil.ToFloat64(malformed)
-	runScriptedInformer(t, kindServiceImport, lw, &mcsv1beta1.ServiceImport{}, convert, counting, &importStore{s: m.sources})
+	runScriptedInformer(t, kindServiceImport, lw, &mcsv1beta1.ServiceImport{}, convert, counting, &importStore{storeScope{s: m.sources}})
 	w := lw.nextWatch(t)
 	waitFor(t, 5*time.Second, "the first list processed", func() bool { return testutil.ToFloat64(malformed) == before+1 })
 	if sets.Load() != 2 || converted.Load() != 3 {
@@ -208,12 +208,9 @@ func TestStopWaitsForInformers(t *testing.T) {
 	waitFor(t, 5*time.Second, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= goroutines })
 }
 
-// TestFollowsServedVersion: started while only v1alpha1 is served, the CRD
-// then serves only v1beta1. The watch of v1alpha1 answers NotFound; the
-// plugin asks discovery again, watches v1beta1, stops watching v1alpha1,
-// withdraws what only v1alpha1 had, and is no longer degraded.
-func TestFollowsServedVersion(t *testing.T) {
-	logs := captureLog(t)
+// servedVersions returns a fake API whose discovery serves ServiceImports in
+// version, and what makes it serve them in another instead.
+func servedVersions(version string) (*kubefake.Clientset, func(version string)) {
 	kube := kubefake.NewClientset()
 	disco := kube.Discovery().(*fakediscovery.FakeDiscovery)
 	serve := func(version string) {
@@ -222,7 +219,17 @@ func TestFollowsServedVersion(t *testing.T) {
 		disco.Resources = []*meta.APIResourceList{{GroupVersion: mcsGroup + "/" + version,
 			APIResources: []meta.APIResource{{Name: importResource, Namespaced: true, Kind: "ServiceImport"}}}}
 	}
-	serve("v1alpha1")
+	serve(version)
+	return kube, serve
+}
+
+// TestFollowsServedVersion: started while only v1alpha1 is served, the CRD
+// then serves only v1beta1. The watch of v1alpha1 answers NotFound; the
+// plugin asks discovery again, watches v1beta1, stops watching v1alpha1,
+// withdraws what only v1alpha1 had, and is no longer degraded.
+func TestFollowsServedVersion(t *testing.T) {
+	logs := captureLog(t)
+	kube, serve := servedVersions("v1alpha1")
 	mcs := mcsfake.NewSimpleClientset()
 	var alphaGone atomic.Bool
 	var alphaRefused atomic.Int32
@@ -326,15 +333,7 @@ func TestFollowsServedVersion(t *testing.T) {
 // objects gauge once, not once per version.
 func TestStopDuringVersionSwitch(t *testing.T) {
 	logs := captureLog(t)
-	kube := kubefake.NewClientset()
-	disco := kube.Discovery().(*fakediscovery.FakeDiscovery)
-	serve := func(version string) {
-		kube.Lock()
-		defer kube.Unlock()
-		disco.Resources = []*meta.APIResourceList{{GroupVersion: mcsGroup + "/" + version,
-			APIResources: []meta.APIResource{{Name: importResource, Namespaced: true, Kind: "ServiceImport"}}}}
-	}
-	serve("v1alpha1")
+	kube, serve := servedVersions("v1alpha1")
 	mcs := mcsfake.NewSimpleClientset()
 	var switched atomic.Bool
 	var betaLists atomic.Int32

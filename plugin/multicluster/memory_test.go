@@ -47,7 +47,7 @@ func retainedPerImport(tb testing.TB, n int) float64 {
 	before := liveHeap()
 	x := newIndex()
 	s := newSources(x)
-	stop := runInformer(tb, importList(n), kindServiceImport, &mcsv1beta1.ServiceImport{}, toImportSpec, importHandler(s), &importStore{s: s}, func() bool { return x.len() >= n })
+	stop := runInformer(tb, importList(n), kindServiceImport, &mcsv1beta1.ServiceImport{}, toImportSpec, importHandler(s), &importStore{storeScope{s: s}}, func() bool { return x.len() >= n })
 	defer stop()
 	after := liveHeap()
 	runtime.KeepAlive(s)
@@ -144,7 +144,7 @@ func retainedPerEndpoint(tb testing.TB, clusters, perSlice int) float64 {
 		func(o meta.Object) (meta.Object, error) {
 			return reported(newSliceSpec(o.(*discovery.EndpointSlice), len("clusterset.local.")))
 		},
-		sliceHandler(s), &sliceStore{s: s}, func() bool { v := x.lookup("big-headless", "db"); return v != nil && v.eps != nil && v.eps.n4 >= n })
+		sliceHandler(s), &sliceStore{storeScope{s: s}}, func() bool { v := x.lookup("big-headless", "db"); return v != nil && v.eps != nil && v.eps.n4 >= n })
 	defer stop()
 	after := liveHeap()
 	runtime.KeepAlive(s)

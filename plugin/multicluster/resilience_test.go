@@ -344,8 +344,8 @@ func TestMalformedObjects(t *testing.T) {
 	sliceLW := newScriptedListWatch(func() runtime.Object {
 		return &discovery.EndpointSliceList{ListMeta: meta.ListMeta{ResourceVersion: "1"}, Items: slices}
 	})
-	runScriptedInformer(t, kindEndpointSlice, sliceLW, &discovery.EndpointSlice{}, (&watcher{longestZone: len(defaultZone)}).toSliceSpec, sliceHandler(m.sources), &sliceStore{s: m.sources})
-	runScriptedInformer(t, kindServiceImport, importLW, &mcsv1beta1.ServiceImport{}, toImportSpec, importHandler(m.sources), &importStore{s: m.sources})
+	runScriptedInformer(t, kindEndpointSlice, sliceLW, &discovery.EndpointSlice{}, (&watcher{longestZone: len(defaultZone)}).toSliceSpec, sliceHandler(m.sources), &sliceStore{storeScope{s: m.sources}})
+	runScriptedInformer(t, kindServiceImport, importLW, &mcsv1beta1.ServiceImport{}, toImportSpec, importHandler(m.sources), &importStore{storeScope{s: m.sources}})
 	watcher := importLW.nextWatch(t)
 
 	cases := []test.Case{

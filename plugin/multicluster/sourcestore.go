@@ -30,31 +30,45 @@ type informerStore interface {
 // (cache.MetaNamespaceKeyFunc, the queue's). A store sees the objects of
 // one namespace, or all (namespace ""), as its informer watches them.
 
+// storeScope is the sources and the namespace ("": all) a store sees.
+type storeScope struct {
+	s         *sources
+	namespace string
+}
+
+// getByKey returns what get, called under the sources' lock, finds under
+// key in the scope's namespace; get returns nil when nothing is there.
+func (sc storeScope) getByKey(key string, get func(namespace, name string) any) (any, bool, error) {
+	ns, name := splitKey(key)
+	if sc.namespace != "" && ns != sc.namespace {
+		return nil, false, nil
+	}
+	sc.s.mu.Lock()
+	defer sc.s.mu.Unlock()
+	if obj := get(ns, name); obj != nil {
+		return obj, true, nil
+	}
+	return nil, false, nil
+}
+
+func (sc storeScope) sees(namespace string) bool {
+	return sc.namespace == "" || namespace == sc.namespace
+}
+
 // importStore is the store of a ServiceImport informer: the imports the
 // sources hold, per-cluster copies included.
-type importStore struct {
-	s         *sources
-	namespace string
-}
+type importStore struct{ storeScope }
 
 // sliceStore is the store of an EndpointSlice informer.
-type sliceStore struct {
-	s         *sources
-	namespace string
-}
+type sliceStore struct{ storeScope }
 
 func (st *importStore) GetByKey(key string) (any, bool, error) {
-	ns, name := splitKey(key)
-	if st.namespace != "" && ns != st.namespace {
-		return nil, false, nil
-	}
-	st.s.mu.Lock()
-	defer st.s.mu.Unlock()
-	spec := st.s.importLocked(serviceKey{namespace: ns, name: name})
-	if spec == nil {
-		return nil, false, nil
-	}
-	return spec, true, nil
+	return st.getByKey(key, func(ns, name string) any {
+		if spec := st.s.importLocked(serviceKey{namespace: ns, name: name}); spec != nil {
+			return spec
+		}
+		return nil
+	})
 }
 
 func (st *importStore) Get(obj any) (any, bool, error) { return st.GetByKey(storeKey(obj)) }
@@ -76,7 +90,7 @@ func (st *importStore) each(f func(*importSpec)) {
 	defer st.s.mu.Unlock()
 	for _, m := range []map[serviceKey]*importSpec{st.s.imports, st.s.copies} {
 		for key, spec := range m {
-			if st.namespace == "" || key.namespace == st.namespace {
+			if st.sees(key.namespace) {
 				f(spec)
 			}
 		}
@@ -87,17 +101,12 @@ func (*importStore) Add(any) error    { return nil }
 func (*importStore) Delete(any) error { return nil }
 
 func (st *sliceStore) GetByKey(key string) (any, bool, error) {
-	ns, name := splitKey(key)
-	if st.namespace != "" && ns != st.namespace {
-		return nil, false, nil
-	}
-	st.s.mu.Lock()
-	defer st.s.mu.Unlock()
-	spec := st.s.sliceLocked(sliceID{namespace: ns, name: name})
-	if spec == nil {
-		return nil, false, nil
-	}
-	return spec, true, nil
+	return st.getByKey(key, func(ns, name string) any {
+		if spec := st.s.sliceLocked(sliceID{namespace: ns, name: name}); spec != nil {
+			return spec
+		}
+		return nil
+	})
 }
 
 func (st *sliceStore) Get(obj any) (any, bool, error) { return st.GetByKey(storeKey(obj)) }
@@ -118,7 +127,7 @@ func (st *sliceStore) each(f func(sliceID, *sliceSpec)) {
 	st.s.mu.Lock()
 	defer st.s.mu.Unlock()
 	for id := range st.s.sliceOf {
-		if st.namespace == "" || id.namespace == st.namespace {
+		if st.sees(id.namespace) {
 			if spec := st.s.sliceLocked(id); spec != nil {
 				f(id, spec)
 			}
