@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/corefiles"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/process"
 )
 
 const dnsperfOutput = `DNS Performance Testing Tool
@@ -218,5 +223,48 @@ func TestMemoryRuleOfDocs(t *testing.T) {
 	}
 	if got, want := float64(ruleLimit(205200, 1000000))/(1<<20), 1.3*(75+205.2*1.4+1000*0.3); math.Abs(got-want) > 0.01 {
 		t.Errorf("ruleLimit = %.2f MiB, want %.2f", got, want)
+	}
+}
+
+// TestFreePortsNeverTwice: ports freePorts gave out are not given again in
+// the run, though the kernel, once they are closed, may offer them again
+// (coredns binds with SO_REUSEPORT: two servers on one port would both start
+// and share it).
+func TestFreePortsNeverTwice(t *testing.T) {
+	seen := map[int]bool{}
+	for range 500 {
+		ports, err := freePorts(4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range ports {
+			if seen[p] {
+				t.Fatalf("port %d given out twice (after %d ports)", p, len(seen))
+			}
+			seen[p] = true
+		}
+	}
+}
+
+// TestWaitReadyReportsWhatReadySaid: a server whose /ready never answers 200
+// is reported with what it answered last (the ready plugin names the
+// plugins not ready), in the error and in the server's notReady.
+func TestWaitReadyReportsWhatReadySaid(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, "kubernetes")
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	p, err := process.Start(process.Spec{Name: "sleeper", Path: "sleep", Args: []string{"60"}, LogPath: filepath.Join(dir, "sleeper.log")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = p.Stop(5 * time.Second) }()
+	s := &server{proc: p, readyURL: srv.URL + "/ready", logPath: filepath.Join(dir, "sleeper.log")}
+	err = s.waitReady(context.Background(), 300*time.Millisecond)
+	const want = `503 "kubernetes"`
+	if err == nil || !strings.Contains(err.Error(), "/ready: "+want) || s.notReady != want {
+		t.Fatalf("waitReady: %v, notReady %q; want both to say %s", err, s.notReady, want)
 	}
 }
