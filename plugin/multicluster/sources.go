@@ -154,9 +154,6 @@ func (s *sources) removeSliceLocked(key serviceKey, name string) {
 // name), with work proportional to the two slices and a copy of the list;
 // and the work of counting every slice's when the service comes to have two.
 func (ss *serviceSlices) replace(a, b *sliceSpec) {
-	if ss.counted {
-		ss.recount(a, b)
-	}
 	if a != nil {
 		delete(ss.byName, a.name)
 	}
@@ -175,16 +172,18 @@ func (ss *serviceSlices) replace(a, b *sliceSpec) {
 	}
 	ss.ordered = ordered
 	switch {
-	case len(ordered) >= 2 && !ss.counted:
+	case len(ordered) < 2:
+		ss.counted = false
+		ss.addrs4, ss.addrs6, ss.names = nil, nil, nil
+		ss.dupAddr, ss.dupName, ss.dashLike = 0, 0, 0
+	case ss.counted:
+		ss.recount(a, b)
+	default: // a second slice: count them all
 		ss.counted = true
 		ss.addrs4, ss.addrs6, ss.names = make(map[[4]byte]int32), make(map[[16]byte]int32), make(map[hostKey]int32)
 		for _, s := range ordered {
 			ss.recount(nil, s)
 		}
-	case len(ordered) < 2 && ss.counted:
-		ss.counted = false
-		ss.addrs4, ss.addrs6, ss.names = nil, nil, nil
-		ss.dupAddr, ss.dupName, ss.dashLike = 0, 0, 0
 	}
 }
 
