@@ -35,9 +35,10 @@ func bigHeadlessPlugin(t *testing.T) *Multicluster {
 	return m
 }
 
+// serve asks m over TCP, where the answer is what a TCP message carries.
 func serve(t *testing.T, m *Multicluster, name string, qtype uint16) *dns.Msg {
 	t.Helper()
-	rec := dnstest.NewRecorder(&test.ResponseWriter{})
+	rec := dnstest.NewRecorder(&test.ResponseWriter{TCP: true})
 	r := new(dns.Msg)
 	r.SetQuestion(name, qtype)
 	r.SetEdns0(4096, false)

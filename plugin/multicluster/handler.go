@@ -196,6 +196,7 @@ func (m *Multicluster) serveFallback(ctx context.Context, w dns.ResponseWriter, 
 	}
 	q := r.Question[0]
 	zone = q.Name[len(q.Name)-len(zone):] // keep the case of the query
+	req.limit = replyLimit(w, r)
 	a := m.service(req, v, q.Name, q.Qtype, zone)
 	if a.rcode == dns.RcodeNameError {
 		// The name does not exist here either: let the cluster-local plugin
@@ -237,7 +238,9 @@ func (m *Multicluster) serveClusterset(ctx context.Context, w dns.ResponseWriter
 		return m.refuse(ctx, w, r)
 	}
 	zone = q.Name[len(q.Name)-len(zone):]
-	a := m.name(parseRequest(name, zone), q.Name, q.Qtype, zone)
+	req := parseRequest(name, zone)
+	req.limit = replyLimit(w, r)
+	a := m.name(req, q.Name, q.Qtype, zone)
 	if a.rcode == dns.RcodeNameError && m.Fall.Through(name) {
 		m.counters.request(server, zoneClusterset, outcomeFallthrough)
 		return false, 0, nil
@@ -310,6 +313,25 @@ func (m *Multicluster) passOverSlices(ctx context.Context, w dns.ResponseWriter,
 	return true, rcode, err
 }
 
+// minRecordLen is the fewest octets a record of an answer takes on the
+// wire: an A record whose owner name is compressed to a pointer (2 + 10 + 4).
+const minRecordLen = 16
+
+// replyLimit is the most records of each section worth making for the reply
+// to r: over UDP, one more than its buffer holds, so that the server still
+// truncates the reply and sets TC, and the client asks again over TCP; over
+// TCP, maxAnswerRecords (capAnswer).
+func replyLimit(w dns.ResponseWriter, r *dns.Msg) int {
+	if _, udp := w.RemoteAddr().(*net.UDPAddr); !udp {
+		return maxAnswerRecords
+	}
+	size := dns.MinMsgSize
+	if opt := r.IsEdns0(); opt != nil {
+		size = max(size, int(opt.UDPSize()))
+	}
+	return min(size/minRecordLen+1, maxAnswerRecords)
+}
+
 // refuse writes REFUSED for a query of a clusterset zone the plugin does
 // not serve: another class, or a zone transfer.
 func (m *Multicluster) refuse(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (handled bool, rcode int, err error) {
@@ -352,7 +374,7 @@ const pendingTTL = 1
 // answers; an answer about an import without an address yet carries
 // pendingTTL as the SOA's TTL and minimum.
 func (m *Multicluster) write(w dns.ResponseWriter, r *dns.Msg, zone string, a answer, server string, kind zoneKind) (handled bool, rcode int, err error) {
-	if capped, ok := capAnswer(r, a); ok {
+	if capped, ok := capAnswer(r, a); ok || a.capped {
 		cappedAnswersTotal.WithLabelValues(server, dns.TypeToString[r.Question[0].Qtype]).Inc()
 		a = capped
 	}

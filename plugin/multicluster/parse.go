@@ -33,6 +33,18 @@ type request struct {
 	// labels is host.cluster, the labels below the service of a kindHost
 	// name.
 	labels string
+	// limit is the most records of each section an answer is made with:
+	// what the reply can carry (recordLimit); 0 is maxAnswerRecords.
+	limit int
+}
+
+// recordLimit returns the most records of each section the answer to req
+// is made with.
+func (r request) recordLimit() int {
+	if r.limit <= 0 {
+		return maxAnswerRecords
+	}
+	return min(r.limit, maxAnswerRecords)
 }
 
 // underService reports whether the request names a service or a name below one:

@@ -25,6 +25,9 @@ type answer struct {
 	localOnly bool
 	// pending: the import exists but has no address yet (pendingTTL).
 	pending bool
+	// capped: records were left out as they were made, so that no more
+	// were made than an answer carries (capAnswer).
+	capped bool
 }
 
 var (
@@ -32,8 +35,10 @@ var (
 	nodata   = answer{rcode: dns.RcodeSuccess}
 )
 
-// addresses returns A or AAAA records named owner.
-func addresses(owner string, ips []net.IP, v6 bool, ttl uint32) []dns.RR {
+// addresses returns A or AAAA records named owner: at most limit, as many
+// as the reply carries.
+func addresses(owner string, ips []net.IP, v6 bool, ttl uint32, limit int) []dns.RR {
+	ips = ips[:min(len(ips), limit)]
 	if len(ips) == 0 {
 		return nil
 	}

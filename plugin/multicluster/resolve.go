@@ -79,16 +79,16 @@ func (r *resolver) service(req request, v *view, owner string, qtype uint16, zon
 		switch qtype {
 		case dns.TypeA:
 			v4, v6, local := r.clusterSetIPs(v)
-			return answer{answer: addresses(owner, v4, false, r.ttl), localOnly: local, pending: len(v4)+len(v6) == 0}
+			return answer{answer: addresses(owner, v4, false, r.ttl, req.recordLimit()), localOnly: local, pending: len(v4)+len(v6) == 0, capped: len(v4) > maxAnswerRecords}
 		case dns.TypeAAAA:
 			v4, v6, local := r.clusterSetIPs(v)
-			return answer{answer: addresses(owner, v6, true, r.ttl), localOnly: local, pending: len(v4)+len(v6) == 0}
+			return answer{answer: addresses(owner, v6, true, r.ttl, req.recordLimit()), localOnly: local, pending: len(v4)+len(v6) == 0, capped: len(v6) > maxAnswerRecords}
 		case dns.TypeSRV:
-			return r.clusterSetSRV(v, v.ports, owner, zone)
+			return r.clusterSetSRV(v, v.ports, owner, zone, req.recordLimit())
 		}
 		return nodata
 	case kindPort:
-		return portAnswer(v, req, qtype, func(ports []servicePort) answer { return r.clusterSetSRV(v, ports, owner, zone) })
+		return portAnswer(v, req, qtype, func(ports []servicePort) answer { return r.clusterSetSRV(v, ports, owner, zone, req.recordLimit()) })
 	}
 	// host.cluster names exist only for headless imports.
 	return nxdomain
@@ -109,21 +109,24 @@ func portAnswer(v *view, req request, qtype uint16, srvOf func([]servicePort) an
 
 // clusterSetSRV returns one SRV per port, all pointing at the service name,
 // whose addresses go in the additional section.
-func (r *resolver) clusterSetSRV(v *view, ports []servicePort, owner, zone string) answer {
+func (r *resolver) clusterSetSRV(v *view, ports []servicePort, owner, zone string, limit int) answer {
 	ports = distinctPorts(ports)
 	if len(ports) == 0 {
 		return nodata
 	}
 	target := serviceName(v.key, zone)
-	a := answer{answer: make([]dns.RR, len(ports))}
-	block := make([]dns.SRV, len(ports))
-	for i, p := range ports {
+	// No more records are made than the reply can carry.
+	built := ports[:min(len(ports), limit)]
+	a := answer{answer: make([]dns.RR, len(built))}
+	block := make([]dns.SRV, len(built))
+	for i, p := range built {
 		block[i] = srv(owner, target, p.port, len(ports), r.ttl)
 		a.answer[i] = &block[i]
 	}
 	v4, v6, local := r.clusterSetIPs(v)
-	a.extra = append(addresses(target, v4, false, r.ttl), addresses(target, v6, true, r.ttl)...)
+	a.extra = append(addresses(target, v4, false, r.ttl, limit), addresses(target, v6, true, r.ttl, limit)...)
 	a.localOnly = local
+	a.capped = len(ports) > maxAnswerRecords || len(v4) > maxAnswerRecords || len(v6) > maxAnswerRecords
 	return a
 }
 
@@ -185,22 +188,33 @@ func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zo
 			if v6 {
 				n = eps.s6
 			}
-			return answer{answer: eps.dedup(endpointAddresses(owner, eps.served, n, v6, r.ttl)), localOnly: v.localOnly}
+			rrs := endpointAddresses(owner, eps.served, n, v6, r.ttl, eps.dups, req.recordLimit())
+			return answer{answer: rrs, localOnly: v.localOnly, capped: n > maxAnswerRecords}
 		case dns.TypeSRV:
-			return r.headlessSRV(v, v.ports, owner, zone)
+			return r.headlessSRV(v, v.ports, owner, zone, req.recordLimit())
 		}
 		return nodata
 	case kindPort:
-		return portAnswer(v, req, qtype, func(ports []servicePort) answer { return r.headlessSRV(v, ports, owner, zone) })
+		return portAnswer(v, req, qtype, func(ports []servicePort) answer { return r.headlessSRV(v, ports, owner, zone, req.recordLimit()) })
 	case kindHost:
+		// Many endpoints may share a hostname: the answer takes as many
+		// as it can carry, each address once.
 		var rrs []dns.RR
+		var seen addressSet
+		capped := false
 		found := eps.eachHost(req.host, req.cluster, func(e endpoint) {
 			if (qtype == dns.TypeA && !e.v6) || (qtype == dns.TypeAAAA && e.v6) {
-				rrs = append(rrs, newAddressBlock(1, e.v6).next(owner, e.ip, r.ttl))
+				switch {
+				case !seen.add(e.ip):
+				case len(rrs) == req.recordLimit():
+					capped = capped || len(rrs) == maxAnswerRecords
+				default:
+					rrs = append(rrs, newAddressBlock(1, e.v6).next(owner, e.ip, r.ttl))
+				}
 			}
 		})
 		if found {
-			return answer{answer: eps.dedup(rrs)}
+			return answer{answer: rrs, capped: capped}
 		}
 		if _, ent := eps.ents[req.labels]; ent {
 			// An intermediate name of a cluster id of several labels:
@@ -240,28 +254,44 @@ func (eps *endpointSet) hasHost(host, cluster string) bool {
 	return eps.eachHost(host, cluster, func(endpoint) {})
 }
 
-// dedup drops repeated records from rrs when the endpoints hold some
-// address or name twice; otherwise it returns rrs as they are.
-func (eps *endpointSet) dedup(rrs []dns.RR) []dns.RR {
-	if !eps.dups || len(rrs) < 2 {
-		return rrs
+// addressSet holds the addresses an answer has a record of, when its
+// endpoints may repeat one: records are dropped as they would be made, not
+// after, so that no more are made than the answer carries.
+type addressSet map[[16]byte]struct{}
+
+// add reports whether ip was not in the set, and adds it.
+func (s *addressSet) add(ip net.IP) bool {
+	if *s == nil {
+		*s = make(addressSet)
 	}
-	return dns.Dedup(rrs, nil)
+	k := [16]byte(ip.To16())
+	if _, ok := (*s)[k]; ok {
+		return false
+	}
+	(*s)[k] = struct{}{}
+	return true
 }
 
 // endpointAddresses returns the A or AAAA records, named owner, of the n
-// addresses of one family in slices.
-func endpointAddresses(owner string, in []*sliceSpec, n int, v6 bool, ttl uint32) []dns.RR {
+// addresses of one family in slices: at most limit, each address once when
+// dups says some may repeat, in the order of the slices.
+func endpointAddresses(owner string, in []*sliceSpec, n int, v6 bool, ttl uint32, dups bool, limit int) []dns.RR {
+	n = min(n, limit)
 	if n == 0 {
 		return nil
 	}
 	b := newAddressBlock(n, v6)
 	rrs := make([]dns.RR, 0, n)
+	var seen addressSet
 	for _, s := range in {
 		for _, e := range s.endpoints {
-			if e.v6 == v6 {
-				rrs = append(rrs, b.next(owner, e.ip, ttl))
+			if e.v6 != v6 || (dups && !seen.add(e.ip)) {
+				continue
 			}
+			if len(rrs) == n {
+				return rrs
+			}
+			rrs = append(rrs, b.next(owner, e.ip, ttl))
 		}
 	}
 	return rrs
@@ -272,21 +302,23 @@ func endpointAddresses(owner string, in []*sliceSpec, n int, v6 bool, ttl uint32
 // section. Endpoints without a host name (their slice names no cluster, or
 // the name would be too long) share one SRV per port whose target is the
 // service's own name, which answers every address of the service.
-func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string) answer {
+//
+// No more records are made than an answer can carry: at most
+// maxAnswerRecords of each section, the targets kept whole as capAnswer
+// keeps them, and repeated records (a name in two slices) dropped as they
+// would be made. A name times a port of each is what an endpoint set at the
+// API server's limits would otherwise make: 1,000 names and 20,000 ports are
+// 20 million records.
+func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string, limit int) answer {
 	ports = distinctPorts(ports)
 	if len(ports) == 0 {
 		return nodata
 	}
 	eps := v.eps
-	// Count the names first, so that the records come in a few blocks.
 	anonymous, names, named := false, 0, 0
 	for _, s := range eps.served {
 		anonymous = anonymous || s.anonymous > 0
-		for i, e := range s.endpoints[s.anonymous:] {
-			if i == 0 || e.host != s.endpoints[s.anonymous+i-1].host {
-				names++
-			}
-		}
+		names += s.names
 		named += len(s.endpoints) - s.anonymous
 	}
 	if anonymous {
@@ -297,50 +329,158 @@ func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string)
 	if anonymous {
 		extra += eps.s4 + eps.s6
 	}
-	a := answer{answer: make([]dns.RR, 0, n), extra: make([]dns.RR, 0, extra), localOnly: v.localOnly}
-	block := make([]dns.SRV, 0, n)
-	addSRV := func(target string) {
-		for _, p := range ports {
-			block = append(block, srv(owner, target, p.port, n, r.ttl))
-			a.answer = append(a.answer, &block[len(block)-1])
-		}
-	}
+	b := srvBuilder{owner: owner, ports: ports, n: n, ttl: r.ttl, dups: eps.dups,
+		answer: make([]dns.RR, 0, min(n, limit)), extra: make([]dns.RR, 0, min(extra, limit)),
+		// Whether the whole answer would be over what any reply carries.
+		capped: n > maxAnswerRecords || extra > maxAnswerRecords}
+	b.block = make([]dns.SRV, 0, cap(b.answer))
 	if anonymous {
 		target := serviceName(v.key, zone)
-		addSRV(target)
-		a.extra = append(a.extra, endpointAddresses(target, eps.served, eps.s4, false, r.ttl)...)
-		a.extra = append(a.extra, endpointAddresses(target, eps.served, eps.s6, true, r.ttl)...)
+		if b.target(target) {
+			for _, v6 := range []bool{false, true} {
+				n := eps.s4
+				if v6 {
+					n = eps.s6
+				}
+				b.addExtra(endpointAddresses(target, eps.served, n, v6, r.ttl, eps.dups, limit)...)
+			}
+		}
 	}
-	v4, v6 := newAddressBlock(named, false), newAddressBlock(named, true)
+	v4, v6 := newAddressBlock(min(named, limit), false), newAddressBlock(min(named, limit), true)
 	for _, s := range eps.served {
-		target := ""
+		if b.full && !b.dups {
+			break // no later slice has a name answered already
+		}
+		target, kept := "", false
 		for i, e := range s.endpoints[s.anonymous:] {
 			if i == 0 || e.host != s.endpoints[s.anonymous+i-1].host {
-				target = hostName(e.host, s.cluster, v.key, zone)
-				addSRV(target)
+				k := hostKey{host: e.host, cluster: s.cluster}
+				if target, kept = b.kept[k]; !kept && !b.full {
+					target = hostName(e.host, s.cluster, v.key, zone)
+					if kept = b.target(target); kept && b.dups {
+						b.keep(k, target)
+					}
+				}
 			}
-			b := v4
+			if !kept || len(b.extra) == cap(b.extra) || (b.dups && !b.extraSeen.add(target, e.ip)) {
+				continue
+			}
+			ab := v4
 			if e.v6 {
-				b = v6
+				ab = v6
 			}
-			a.extra = append(a.extra, b.next(target, e.ip, r.ttl))
+			b.extra = append(b.extra, ab.next(target, e.ip, r.ttl))
 		}
 	}
-	if eps.dups {
+	if b.dups {
 		// A name in two slices: one SRV per name and port, weights shared
 		// by the records that remain.
-		a.answer, a.extra = eps.dedup(a.answer), eps.dedup(a.extra)
-		for _, rr := range a.answer {
-			rr.(*dns.SRV).Weight = srvWeight(len(a.answer))
+		for _, rr := range b.answer {
+			rr.(*dns.SRV).Weight = srvWeight(len(b.answer))
 		}
 	}
-	return a
+	return answer{answer: b.answer, extra: b.extra, localOnly: v.localOnly, capped: b.capped}
+}
+
+// srvBuilder makes the records of a headless SRV answer, within its bounds.
+type srvBuilder struct {
+	owner  string
+	ports  []servicePort
+	n      int // the records of the whole answer, which the weights share
+	ttl    uint32
+	dups   bool
+	answer []dns.RR
+	extra  []dns.RR
+	block  []dns.SRV
+	// full: a target was left out, so every one after it is; capped: the
+	// whole answer would be more than any reply carries.
+	full, capped bool
+	srvSeen      map[srvKey]struct{}
+	extraSeen    nameAddressSet
+	// kept are the names answered, when a name may be in several slices:
+	// the addresses of each, in whichever slice, go with it.
+	kept map[hostKey]string
+}
+
+func (b *srvBuilder) keep(k hostKey, target string) {
+	if b.kept == nil {
+		b.kept = make(map[hostKey]string)
+	}
+	b.kept[k] = target
+}
+
+type srvKey struct {
+	target string
+	port   uint16
+}
+
+// target adds the SRV records of target, one per port, and reports whether
+// it did: a target whose records no longer fit is left out, and so are the
+// ones after it, unless it is the first (a service of thousands of ports),
+// of which as many records as fit are kept.
+func (b *srvBuilder) target(target string) bool {
+	if b.full {
+		return false
+	}
+	if room := cap(b.answer) - len(b.answer); len(b.answer) > 0 && len(b.ports) > room {
+		b.full = true
+		return false
+	}
+	for _, p := range b.ports {
+		if len(b.answer) == cap(b.answer) {
+			b.full = true
+			break
+		}
+		if b.dups {
+			if b.srvSeen == nil {
+				b.srvSeen = make(map[srvKey]struct{})
+			}
+			k := srvKey{target: target, port: p.port}
+			if _, ok := b.srvSeen[k]; ok {
+				continue
+			}
+			b.srvSeen[k] = struct{}{}
+		}
+		b.block = append(b.block, srv(b.owner, target, p.port, b.n, b.ttl))
+		b.answer = append(b.answer, &b.block[len(b.block)-1])
+	}
+	return true
+}
+
+// addExtra adds records to the additional section while it has room.
+func (b *srvBuilder) addExtra(rrs ...dns.RR) {
+	room := cap(b.extra) - len(b.extra)
+	b.extra = append(b.extra, rrs[:min(len(rrs), room)]...)
+}
+
+// nameAddressSet holds the address records an additional section has, by
+// owner name and address.
+type nameAddressSet map[nameAddress]struct{}
+
+type nameAddress struct {
+	name string
+	ip   [16]byte
+}
+
+func (s *nameAddressSet) add(name string, ip net.IP) bool {
+	if *s == nil {
+		*s = make(nameAddressSet)
+	}
+	k := nameAddress{name: name, ip: [16]byte(ip.To16())}
+	if _, ok := (*s)[k]; ok {
+		return false
+	}
+	(*s)[k] = struct{}{}
+	return true
 }
 
 // distinctPorts returns ports with each port number once, the first of
 // each: a service may have one port number for TCP and for UDP, but an SRV
 // record holds its target and number, not its protocol.
 func distinctPorts(ports []servicePort) []servicePort {
+	if len(ports) > smallList {
+		return distinctPortsOfMany(ports)
+	}
 	for i := 1; i < len(ports); i++ {
 		for j := range i {
 			if ports[j].port == ports[i].port {
@@ -355,6 +495,33 @@ func distinctPorts(ports []servicePort) []servicePort {
 		}
 	}
 	return ports
+}
+
+// distinctPortsOfMany is distinctPorts for a long list: one pass over a
+// set of port numbers, and a copy only when some number repeats.
+func distinctPortsOfMany(ports []servicePort) []servicePort {
+	var seen [65536 / 64]uint64
+	first := -1
+	for i, p := range ports {
+		w, bit := p.port/64, uint64(1)<<(p.port%64)
+		if seen[w]&bit != 0 {
+			first = i
+			break
+		}
+		seen[w] |= bit
+	}
+	if first < 0 {
+		return ports
+	}
+	out := slices.Clone(ports[:first])
+	for _, p := range ports[first+1:] {
+		w, bit := p.port/64, uint64(1)<<(p.port%64)
+		if seen[w]&bit == 0 {
+			seen[w] |= bit
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // ptrVerdict is why a PTR query was answered or passed on.

@@ -44,33 +44,59 @@ func (m *Multicluster) Transfer(zone string, serial uint32) (<-chan []dns.RR, er
 		}
 		ch <- []dns.RR{ns(zone, m.ttl), txt("dns-version."+zone, schemaVersion, dnsVersionTTL)}
 		for _, v := range views {
-			if rrs := m.serviceRecords(v, zone); len(rrs) > 0 {
-				ch <- rrs
-			}
+			m.serviceRecords(v, zone, func(rrs []dns.RR) {
+				if len(rrs) > 0 {
+					ch <- rrs
+				}
+			})
 		}
 		ch <- []dns.RR{soa(zone, current, m.ttl)}
 	}()
 	return ch, nil
 }
 
-// serviceRecords returns the records of every name of the service v in zone.
-func (m *Multicluster) serviceRecords(v *view, zone string) []dns.RR {
+// serviceRecords passes to send the records of every name of the service v
+// in zone, name by name, as the resolver answers them: each within the
+// bounds of a query's answer, and none held longer than it takes to send
+// them, whatever the size of the service.
+func (m *Multicluster) serviceRecords(v *view, zone string, send func([]dns.RR)) {
 	base := request{kind: kindService, service: v.key.name, namespace: v.key.namespace}
 	name := serviceName(v.key, zone)
-	var rrs []dns.RR
 	ask := func(req request, owner string, qtypes ...uint16) {
 		for _, qtype := range qtypes {
-			rrs = append(rrs, m.service(req, v, owner, qtype, zone).answer...)
+			send(m.service(req, v, owner, qtype, zone).answer)
 		}
 	}
 	ask(base, name, dns.TypeA, dns.TypeAAAA, dns.TypeSRV)
-	for _, p := range v.ports {
-		if p.name == "" {
-			continue // no _port name to ask for
+	// Each named port's name once, with the ports of that name and
+	// protocol: grouped in one pass, as asking the resolver name by name
+	// would search every port for each.
+	if len(v.ports) > 0 {
+		groups := map[portName][]servicePort{}
+		var order []portName
+		for _, p := range v.ports {
+			if p.name == "" {
+				continue // no _port name to ask for
+			}
+			k := portName{name: p.name, protocol: p.protocol}
+			if _, ok := groups[k]; !ok {
+				order = append(order, k)
+			}
+			groups[k] = append(groups[k], p)
 		}
-		req := base
-		req.kind, req.port, req.protocol = kindPort, p.name, p.protocol
-		ask(req, "_"+p.name+"._"+p.protocol+"."+name, dns.TypeSRV)
+		for _, k := range order {
+			owner := "_" + k.name + "._" + k.protocol + "." + name
+			var a answer
+			if v.headless {
+				if !v.readyEndpoints() {
+					continue
+				}
+				a = m.headlessSRV(v, groups[k], owner, zone, maxAnswerRecords)
+			} else {
+				a = m.clusterSetSRV(v, groups[k], owner, zone, maxAnswerRecords)
+			}
+			send(a.answer)
+		}
 	}
 	// Each host.cluster name once, though two slices may both hold it.
 	seen := map[hostKey]struct{}{}
@@ -84,8 +110,10 @@ func (m *Multicluster) serviceRecords(v *view, zone string) []dns.RR {
 		req.kind, req.host, req.cluster = kindHost, e.host, cluster
 		ask(req, hostName(e.host, cluster, v.key, zone), dns.TypeA, dns.TypeAAAA)
 	})
-	return rrs
 }
+
+// portName is a _port._proto name.
+type portName struct{ name, protocol string }
 
 // serialBefore reports whether SOA serial a is older than b, in serial
 // number arithmetic (RFC 1982).
