@@ -66,7 +66,7 @@ func toClusterIDSpec(obj meta.Object) (meta.Object, error) {
 	spec := &clusterIDSpec{name: u.GetName(), resourceVersion: u.GetResourceVersion(), id: strings.ToLower(value)}
 	if errs := validation.IsDNS1123Subdomain(spec.id); len(errs) > 0 {
 		spec.id = ""
-		return reported(spec, []string{fmt.Sprintf("spec.value %q is not a cluster id: %s; the local cluster is taken as unknown", value, strings.Join(errs, "; "))}, nil)
+		return reported(spec, []string{fmt.Sprintf("spec.value %q is not a cluster id: %s; the local cluster is taken as unknown", short(value), strings.Join(errs, "; "))}, nil)
 	}
 	return spec, nil
 }

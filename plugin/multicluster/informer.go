@@ -62,7 +62,7 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 				out, err := convert(in)
 				if err != nil {
 					if v, ok := skipped[key]; !sameVersion && (!ok || v != in.GetResourceVersion()) {
-						log.Warningf("Skipping %s %s/%s (resourceVersion %s): %v", kind, in.GetNamespace(), in.GetName(), in.GetResourceVersion(), err)
+						objectLog.printf("Skipping %s %s/%s (resourceVersion %s): %v", kind, in.GetNamespace(), in.GetName(), in.GetResourceVersion(), err)
 						malformedTotal.WithLabelValues(metricKind).Inc()
 					}
 					skipped[key] = in.GetResourceVersion()
@@ -79,7 +79,7 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 				if p, ok := out.(*withProblems); ok {
 					out = p.Object
 					if !sameVersion {
-						log.Warningf("%s %s/%s (resourceVersion %s): %s", kind, in.GetNamespace(), in.GetName(), in.GetResourceVersion(), strings.Join(p.problems, "; "))
+						objectLog.printf("%s %s/%s (resourceVersion %s): %s", kind, in.GetNamespace(), in.GetName(), in.GetResourceVersion(), joinProblems(p.problems))
 						malformedTotal.WithLabelValues(metricKind).Inc()
 					}
 				}

@@ -67,6 +67,7 @@ type sliceSpec struct {
 	// host name first, the addresses of one name adjacent.
 	endpoints []endpoint
 	anonymous int // endpoints[:anonymous] have no host name
+	names     int // the host names of endpoints[anonymous:], each once
 	n4, n6    int // addresses by family
 	// selfDups: answers from this slice alone must be de-duplicated (some
 	// address is listed under two names, or some hostname could be an
@@ -114,50 +115,60 @@ func importFromV1alpha1(si *mcsv1alpha1.ServiceImport) importFields {
 
 // newImportSpec validates f. It fails only when the object cannot be named in
 // DNS at all; anything smaller is dropped and described in problems.
-func newImportSpec(f importFields) (s *importSpec, problems []string, err error) {
+func newImportSpec(f importFields) (*importSpec, []string, error) {
+	var problems problemList
+	s, err := f.spec(&problems)
+	return s, problems.strings(), err
+}
+
+func (f importFields) spec(problems *problemList) (*importSpec, error) {
 	if errs := validation.IsDNS1123Label(f.namespace); len(errs) > 0 {
-		return nil, nil, fmt.Errorf("namespace %q is not a DNS label: %s", f.namespace, strings.Join(errs, "; "))
+		return nil, fmt.Errorf("namespace %q is not a DNS label: %s", short(f.namespace), strings.Join(errs, "; "))
 	}
 	if errs := validation.IsDNS1123Label(f.name); len(errs) > 0 {
-		return nil, nil, fmt.Errorf("name %q is not a DNS label: %s", f.name, strings.Join(errs, "; "))
+		return nil, fmt.Errorf("name %q is not a DNS label: %s", short(f.name), strings.Join(errs, "; "))
 	}
-	s = &importSpec{view: view{key: serviceKey{namespace: intern(f.namespace), name: f.name}}, resourceVersion: f.resourceVersion}
+	s := &importSpec{view: view{key: serviceKey{namespace: intern(f.namespace), name: f.name}}, resourceVersion: f.resourceVersion}
 	if _, ok := f.labels[labelServiceName]; ok {
 		// Nothing of a per-cluster copy is served, so nothing of it is
 		// checked or kept either.
 		s.perClusterCopy = true
-		return s, nil, nil
+		return s, nil
 	}
 	switch f.typ {
 	case string(mcsv1beta1.Headless):
 		s.headless = true
 		// The AWS Cloud Map controller writes "None" into spec.ips of a
 		// headless import, as a headless Service's clusterIP says.
-		if ips := slices.DeleteFunc(slices.Clone(f.ips), isNone); len(ips) > 0 {
-			problems = append(problems, fmt.Sprintf("headless import has spec.ips %v; ignored", ips))
+		if n := len(f.ips) - countNone(f.ips); n > 0 {
+			ips := slices.DeleteFunc(slices.Clone(f.ips[:min(len(f.ips), maxProblems)]), isNone)
+			if n > len(ips) {
+				problems.add("headless import has spec.ips %v and %d more; ignored", ips, n-len(ips))
+			} else {
+				problems.add("headless import has spec.ips %v; ignored", ips)
+			}
 		}
 	case string(mcsv1beta1.ClusterSetIP):
-		s.ipv4, s.ipv6, problems = parseClusterSetIPs(f.ips)
+		s.ipv4, s.ipv6 = parseClusterSetIPs(f.ips, problems)
 	case "":
 		// The CRD requires a type; an object that lacks one is most likely a
 		// ClusterSetIP import written by an old controller.
-		s.ipv4, s.ipv6, problems = parseClusterSetIPs(f.ips)
-		problems = append(problems, "spec.type is empty; treated as ClusterSetIP")
+		s.ipv4, s.ipv6 = parseClusterSetIPs(f.ips, problems)
+		problems.add("spec.type is empty; treated as ClusterSetIP")
 	default:
-		return nil, nil, fmt.Errorf("unknown spec.type %q", f.typ)
+		return nil, fmt.Errorf("unknown spec.type %q", short(f.typ))
 	}
 	if len(s.ipv4) > 0 || len(s.ipv6) > 0 {
 		s.source = sourceSpec
 	}
 	if d, ok := f.annotations[annotationAWSDerived]; ok && !s.headless {
-		var owned []string
-		if owned, problems = parseAWSDerived(d, problems); len(owned) > 0 {
+		if owned := parseAWSDerived(d, problems); len(owned) > 0 {
 			s.owned = &owned
 		}
 	}
 	if d, ok := f.annotations[annotationDerivedService]; ok && !s.headless {
-		if errs := validation.IsDNS1123Label(d); len(errs) > 0 {
-			problems = append(problems, fmt.Sprintf("annotation %s=%q is not a Service name; ignored", annotationDerivedService, d))
+		if !isDNSLabel(d) {
+			problems.add("annotation %s=%q is not a Service name; ignored", annotationDerivedService, short(d))
 		} else {
 			s.derived = d
 		}
@@ -166,61 +177,100 @@ func newImportSpec(f importFields) (s *importSpec, problems []string, err error)
 	case preferClose[f.trafficDistribution]:
 		s.preferClose = true
 	case f.trafficDistribution != "":
-		problems = append(problems, fmt.Sprintf("spec.trafficDistribution %q is not one this plugin knows; ignored", f.trafficDistribution))
+		problems.add("spec.trafficDistribution %q is not one this plugin knows; ignored", short(f.trafficDistribution))
 	}
-	s.ports, problems = appendPorts(nil, f.ports, problems)
+	s.ports = validPorts(f.ports, problems)
+	if s.headless {
+		// A headless import's ports answer only when its slices have none,
+		// and a view lists them in order (newView): sorted once here, not
+		// at every slice event.
+		sortPorts(s.ports)
+	}
 	s.ports = sharedPorts(s.ports)
-	return s, problems, nil
+	return s, nil
+}
+
+func countNone(ips []string) int {
+	n := 0
+	for _, ip := range ips {
+		if isNone(ip) {
+			n++
+		}
+	}
+	return n
 }
 
 func isNone(s string) bool { return strings.EqualFold(s, "None") }
 
 // parseAWSDerived reads the names of annotationAWSDerived: a JSON list of
 // {"cluster": ..., "derived-service": ...}.
-func parseAWSDerived(value string, problems []string) ([]string, []string) {
+func parseAWSDerived(value string, problems *problemList) []string {
 	var entries []struct {
 		Derived string `json:"derived-service"`
 	}
 	if err := json.Unmarshal([]byte(value), &entries); err != nil {
-		return nil, append(problems, fmt.Sprintf("annotation %s is not a JSON list of derived Services (%v); ignored", annotationAWSDerived, err))
+		problems.add("annotation %s is not a JSON list of derived Services (%s); ignored", annotationAWSDerived, short(err.Error()))
+		return nil
 	}
 	var names []string
+	seen := map[string]bool{}
 	for _, e := range entries {
-		if errs := validation.IsDNS1123Label(e.Derived); len(errs) > 0 {
-			problems = append(problems, fmt.Sprintf("annotation %s: %q is not a Service name; ignored", annotationAWSDerived, e.Derived))
+		if !isDNSLabel(e.Derived) {
+			problems.add("annotation %s: %q is not a Service name; ignored", annotationAWSDerived, short(e.Derived))
 			continue
 		}
-		if !slices.Contains(names, e.Derived) {
+		if !seen[e.Derived] {
+			seen[e.Derived] = true
 			names = append(names, e.Derived)
 		}
 	}
-	return names, problems
+	return names
 }
 
 // parseClusterSetIPs keeps every address of spec.ips, once each, by family
 // and in the order given. Controllers that give each exporting cluster's
 // ClusterIP (the AWS Cloud Map controller) list several of one family.
 // Addresses no Service or endpoint may have are dropped (specialIP).
-func parseClusterSetIPs(ips []string) (v4, v6 []net.IP, problems []string) {
+func parseClusterSetIPs(ips []string, problems *problemList) (v4, v6 []net.IP) {
+	// Past a few addresses, a set keeps the check for repeats linear.
+	var seen map[[16]byte]bool
+	if len(ips) > smallList {
+		seen = make(map[[16]byte]bool, len(ips))
+	}
 	for _, s := range ips {
 		ip := net.ParseIP(s)
 		switch {
 		case ip == nil:
-			problems = append(problems, fmt.Sprintf("spec.ips: %q is not an IP address; skipped", s))
+			problems.add("spec.ips: %q is not an IP address; skipped", short(s))
+			continue
 		case specialIP(ip) != "":
-			problems = append(problems, fmt.Sprintf("spec.ips: %s is %s; skipped", s, specialIP(ip)))
+			problems.add("spec.ips: %s is %s; skipped", s, specialIP(ip))
+			continue
+		}
+		if seen != nil {
+			k := [16]byte(ip.To16())
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+		}
+		switch {
 		case ip.To4() != nil:
-			if !slices.ContainsFunc(v4, ip.Equal) {
+			if seen != nil || !slices.ContainsFunc(v4, ip.Equal) {
 				v4 = append(v4, ip.To4())
 			}
 		default:
-			if !slices.ContainsFunc(v6, ip.Equal) {
+			if seen != nil || !slices.ContainsFunc(v6, ip.Equal) {
 				v6 = append(v6, ip)
 			}
 		}
 	}
-	return packIPs(v4), packIPs(v6), problems
+	return packIPs(v4), packIPs(v6)
 }
+
+// smallList is the length up to which a list is searched for repeats
+// element by element; past it a set is cheaper than the quadratic search.
+const smallList = 16
 
 // specialIP says why ip can be neither a ClusterSetIP nor an endpoint, or
 // returns "". The API server refuses the unspecified, loopback, link-local
@@ -247,35 +297,93 @@ func specialIP(ip net.IP) string {
 	return ""
 }
 
-// appendPorts validates ports the way Services constrain them: 1..65535, a
-// known protocol (TCP by default), names as DNS labels (SRV needs them).
-func appendPorts(dst []servicePort, ports []portFields, problems []string) ([]servicePort, []string) {
+// validPorts validates ports the way Services constrain them: 1..65535, a
+// known protocol (TCP by default), names as DNS labels (SRV needs them); a
+// port listed twice is kept once, in the order given.
+func validPorts(ports []portFields, problems *problemList) []servicePort {
+	var dst []servicePort
+	// Past a few ports, a set keeps the check for repeats linear: a
+	// ServiceImport may list tens of thousands.
+	var seen map[servicePort]struct{}
+	if len(ports) > smallList {
+		seen = make(map[servicePort]struct{}, len(ports))
+	}
+	// The names of short lists repeat across services and are interned;
+	// a long list is one service's own (and interning costs the runtime
+	// bookkeeping per string, which a list of thousands would pay at each
+	// version).
+	interned := len(ports) <= maxSharedPorts
 	for _, p := range ports {
 		if p.port < 1 || p.port > 65535 {
-			problems = append(problems, fmt.Sprintf("port %q: number %d out of range; skipped", p.name, p.port))
+			problems.add("port %q: number %d out of range; skipped", short(p.name), p.port)
 			continue
 		}
-		proto := lowerIntern(p.protocol)
-		switch proto {
-		case "":
+		var proto string
+		switch {
+		case p.protocol == "":
 			proto = "tcp"
-		case "tcp", "udp", "sctp":
+		case strings.EqualFold(p.protocol, "tcp"):
+			proto = "tcp"
+		case strings.EqualFold(p.protocol, "udp"):
+			proto = "udp"
+		case strings.EqualFold(p.protocol, "sctp"):
+			proto = "sctp"
 		default:
-			problems = append(problems, fmt.Sprintf("port %q: unknown protocol %q; skipped", p.name, p.protocol))
+			problems.add("port %q: unknown protocol %q; skipped", short(p.name), short(p.protocol))
 			continue
 		}
-		name := lowerIntern(p.name)
-		if name != "" && len(validation.IsDNS1123Label(name)) > 0 {
-			problems = append(problems, fmt.Sprintf("port name %q is not a DNS label; skipped", p.name))
+		if p.name != "" && !isDNSLabel(strings.ToLower(p.name)) {
+			problems.add("port name %q is not a DNS label; skipped", short(p.name))
 			continue
 		}
-		sp := servicePort{name: name, protocol: proto, port: uint16(p.port)}
-		if slices.Contains(dst, sp) {
+		sp := servicePort{name: strings.ToLower(p.name), protocol: proto, port: uint16(p.port)}
+		if interned {
+			sp.name = intern(sp.name)
+		}
+		if seen != nil {
+			if _, dup := seen[sp]; dup {
+				continue
+			}
+			seen[sp] = struct{}{}
+		} else if slices.Contains(dst, sp) {
 			continue
+		}
+		if dst == nil {
+			dst = make([]servicePort, 0, len(ports))
 		}
 		dst = append(dst, sp)
 	}
-	return dst, problems
+	if len(dst) < cap(dst)*7/8 {
+		dst = slices.Clone(dst) // skipped ports left room
+	}
+	return dst
+}
+
+// sortPorts orders ports by name, protocol and number, as views list them.
+func sortPorts(ports []servicePort) {
+	slices.SortFunc(ports, comparePorts)
+}
+
+func comparePorts(a, b servicePort) int {
+	return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.protocol, b.protocol), cmp.Compare(a.port, b.port))
+}
+
+// isDNSLabel reports whether s is a lower-case DNS label (RFC 1123), as
+// validation.IsDNS1123Label does, without a regular expression: it runs for
+// every port name and hostname an object lists.
+func isDNSLabel(s string) bool {
+	if len(s) == 0 || len(s) > validation.DNS1123LabelMaxLength {
+		return false
+	}
+	for i := range len(s) {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		case c == '-' && i > 0 && i < len(s)-1:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // maxNameLength is the longest name, in presentation form with its final
@@ -286,17 +394,23 @@ const maxNameLength = 254
 // longestZone is the length of the longest zone its names are answered in;
 // an endpoint whose host.cluster name would not fit a DNS name there keeps
 // its address but gets no host name.
-func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, problems []string, err error) {
+func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (*sliceSpec, []string, error) {
+	var problems problemList
+	s, err := sliceSpecOf(es, longestZone, &problems)
+	return s, problems.strings(), err
+}
+
+func sliceSpecOf(es *discovery.EndpointSlice, longestZone int, problems *problemList) (s *sliceSpec, err error) {
 	svc := es.Labels[labelServiceName]
-	if errs := validation.IsDNS1123Label(svc); len(errs) > 0 {
-		return nil, nil, fmt.Errorf("label %s=%q is not a service name", labelServiceName, svc)
+	if !isDNSLabel(svc) {
+		return nil, fmt.Errorf("label %s=%q is not a service name", labelServiceName, short(svc))
 	}
 	// Without a source-cluster label (mcs-api's e2e and simple controllers
 	// write none) the slice's addresses still serve the service's own name,
 	// but no host.cluster name can be made for them.
 	cluster := lowerIntern(es.Labels[labelSourceCluster])
 	if errs := validation.IsDNS1123Subdomain(cluster); cluster != "" && len(errs) > 0 {
-		return nil, nil, fmt.Errorf("label %s=%q is not a DNS name: %s", labelSourceCluster, cluster, strings.Join(errs, "; "))
+		return nil, fmt.Errorf("label %s=%q is not a DNS name: %s", labelSourceCluster, short(cluster), strings.Join(errs, "; "))
 	}
 	s = &sliceSpec{
 		key:             serviceKey{namespace: intern(es.Namespace), name: intern(svc)},
@@ -304,7 +418,7 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 		resourceVersion: es.ResourceVersion,
 		cluster:         cluster,
 	}
-	var ports []portFields
+	ports := make([]portFields, 0, len(es.Ports))
 	for _, p := range es.Ports {
 		if p.Port == nil {
 			// "All ports" (discovery/v1 EndpointPort): valid, but there is no
@@ -320,7 +434,10 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 		}
 		ports = append(ports, f)
 	}
-	s.ports, problems = appendPorts(nil, ports, nil)
+	s.ports = validPorts(ports, problems)
+	// Sorted as views list them: the ports of a service's slices are
+	// merged in this order (serviceSlices.updatePorts).
+	sortPorts(s.ports)
 	s.ports = sharedPorts(s.ports)
 
 	// host.cluster.svc.ns.svc.ZONE: what a host name leaves room for.
@@ -350,27 +467,27 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 		}
 		hostname := ""
 		if e.Hostname != nil {
-			hostname = lowerIntern(*e.Hostname) // a StatefulSet's names repeat in every cluster
-			if len(validation.IsDNS1123Label(hostname)) > 0 {
-				problems = append(problems, fmt.Sprintf("hostname %q is not a DNS label; addresses named instead", *e.Hostname))
-				hostname = ""
+			if h := strings.ToLower(*e.Hostname); isDNSLabel(h) {
+				hostname = intern(h) // a StatefulSet's names repeat in every cluster
+			} else {
+				problems.add("hostname %q is not a DNS label; addresses named instead", short(*e.Hostname))
 			}
 		}
 		for _, a := range e.Addresses {
 			// As net.ParseIP: no zone.
 			addr, perr := netip.ParseAddr(a)
 			if perr != nil || addr.Zone() != "" {
-				problems = append(problems, fmt.Sprintf("endpoint address %q is not an IP address; skipped", a))
+				problems.add("endpoint address %q is not an IP address; skipped", short(a))
 				continue
 			}
 			ip16 := addr.As16()
 			if why := specialIP(ip16[:]); why != "" {
-				problems = append(problems, fmt.Sprintf("endpoint address %s is %s; skipped", a, why))
+				problems.add("endpoint address %s is %s; skipped", a, why)
 				continue
 			}
 			v6 := !addr.Unmap().Is4()
 			if (family == discovery.AddressTypeIPv4 && v6) || (family == discovery.AddressTypeIPv6 && !v6) {
-				problems = append(problems, fmt.Sprintf("endpoint address %s does not match addressType %s; skipped", a, family))
+				problems.add("endpoint address %s does not match addressType %s; skipped", a, family)
 				continue
 			}
 			raw := ip16[:]
@@ -396,7 +513,7 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 					if fromAddress {
 						name = dashedIP(a)
 					}
-					problems = append(problems, fmt.Sprintf("endpoint %s: the name %s.%s.svc.%s.svc.<zone> would exceed 255 octets; it answers for the service's name only", a, name, cluster, es.Namespace))
+					problems.add("endpoint %s: the name %s.%s.svc.%s.svc.<zone> would exceed 255 octets; it answers for the service's name only", a, name, cluster, es.Namespace)
 					host, fromAddress = "", false
 				}
 			}
@@ -431,6 +548,8 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 	for i, e := range s.endpoints {
 		if e.host == "" {
 			s.anonymous++
+		} else if i == 0 || s.endpoints[i-1].host != e.host {
+			s.names++
 		}
 		if e.v6 {
 			s.n6++
@@ -442,7 +561,7 @@ func newSliceSpec(es *discovery.EndpointSlice, longestZone int) (s *sliceSpec, p
 		}
 	}
 	s.selfDups = s.selfDups || repeatsAddress(s.endpoints)
-	return s, problems, nil
+	return s, nil
 }
 
 // repeatsAddress reports whether two endpoints have one address. They are
@@ -540,15 +659,18 @@ func newView(imp *importSpec, ss *serviceSlices, policy viewPolicy) *view {
 	v := &view{key: imp.key, headless: true, preferClose: imp.preferClose, outOfScope: !policy.scope.allows(imp.key.namespace, imp.key.name)}
 	eps := &endpointSet{slices: ordered, served: ordered, dups: ss.duplicates()}
 	// A headless import's ports come from its slices (each cluster exports
-	// the same Service, so they agree); the import's ports are the fallback.
+	// the same Service, so they agree), merged as they change
+	// (updatePorts); the import's ports are the fallback. Both are in
+	// order.
+	if ss != nil {
+		v.ports = ss.ports
+	}
+	if len(v.ports) == 0 {
+		v.ports = imp.ports
+	}
 	for i, s := range ordered {
 		eps.n4 += s.n4
 		eps.n6 += s.n6
-		for _, p := range s.ports {
-			if !slices.Contains(v.ports, p) {
-				v.ports = append(v.ports, p)
-			}
-		}
 		// Each cluster id of several labels once: its names, each of which
 		// has names below it.
 		if strings.IndexByte(s.cluster, '.') > 0 && len(s.endpoints) > s.anonymous && (i == 0 || ordered[i-1].cluster != s.cluster) {
@@ -565,12 +687,6 @@ func newView(imp *importSpec, ss *serviceSlices, policy viewPolicy) *view {
 			}
 		}
 	}
-	if len(v.ports) == 0 {
-		v.ports = slices.Clone(imp.ports) // shared (sharedPorts): sorted below
-	}
-	slices.SortFunc(v.ports, func(a, b servicePort) int {
-		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.protocol, b.protocol), cmp.Compare(a.port, b.port))
-	})
 	eps.s4, eps.s6 = eps.n4, eps.n6
 	if imp.preferClose && policy.localCluster != "" {
 		// Ordered by cluster, the local cluster's slices are one run.

@@ -2,10 +2,13 @@ package multicluster
 
 import (
 	"net"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"unique"
+	"unsafe"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
@@ -88,19 +91,33 @@ func lowerIntern(s string) string { return intern(strings.ToLower(s)) }
 
 // portSets shares the port lists of imports and slices: most services of a
 // ClusterSet have one of a few (one "http" on 80, say), and an import or a
-// slice holds its list without ever changing it. The set is bounded: past
-// maxPortSets distinct lists, a new one is kept by its own spec alone.
+// slice holds its list without ever changing it. The set holds its lists
+// weakly: a list no spec holds any more is reclaimed, and its entry goes with
+// it, so that what objects brought leaves with them. Only short lists are
+// shared: a long one is of one service, and its key would cost as much as
+// the list.
 var portSets = struct {
 	sync.Mutex
-	m map[string][]servicePort
-}{m: map[string][]servicePort{}}
+	m map[string]sharedPortList
+}{m: map[string]sharedPortList{}}
 
-const maxPortSets = 4096
+// sharedPortList is a list of portSets: a weak pointer to its first port,
+// and its length.
+type sharedPortList struct {
+	first weak.Pointer[servicePort]
+	n     int
+}
+
+// maxSharedPorts is the longest list portSets shares.
+const maxSharedPorts = 32
 
 // sharedPorts returns ports, or an equal list already held by another spec.
 func sharedPorts(ports []servicePort) []servicePort {
 	if len(ports) == 0 {
 		return nil
+	}
+	if len(ports) > maxSharedPorts {
+		return ports
 	}
 	var b strings.Builder
 	for _, p := range ports {
@@ -115,13 +132,23 @@ func sharedPorts(ports []servicePort) []servicePort {
 	key := b.String()
 	portSets.Lock()
 	defer portSets.Unlock()
-	if shared, ok := portSets.m[key]; ok {
-		return shared
+	if e, ok := portSets.m[key]; ok {
+		if first := e.first.Value(); first != nil {
+			return unsafe.Slice(first, e.n)
+		}
 	}
-	if len(portSets.m) < maxPortSets {
-		ports = ports[:len(ports):len(ports)] // an append elsewhere must copy
-		portSets.m[key] = ports
-	}
+	ports = ports[:len(ports):len(ports)] // an append elsewhere must copy
+	e := sharedPortList{first: weak.Make(&ports[0]), n: len(ports)}
+	portSets.m[key] = e
+	// Once no spec holds the list, its entry goes: unless another list
+	// took its place meanwhile.
+	runtime.AddCleanup(&ports[0], func(key string) {
+		portSets.Lock()
+		defer portSets.Unlock()
+		if cur, ok := portSets.m[key]; ok && cur.first == e.first {
+			delete(portSets.m, key)
+		}
+	}, key)
 	return ports
 }
 

@@ -47,7 +47,15 @@ type serviceSlices struct {
 	// endpoints: the EndpointSlice controller's default), which says
 	// itself whether its answers need de-duplicating (selfDups): its counts
 	// would cost every endpoint about 35 bytes for nothing.
-	counted          bool
+	counted bool
+	// ports are the union of the slices' ports, ordered as views list
+	// them; views share it. portCounts counts how many slices list each
+	// port, kept only while the slices' lists differ: most services export
+	// one list from every cluster, which is then the union itself. A
+	// change costs the ports of the slices that changed, and a new union
+	// only when the set of ports changed.
+	ports            []servicePort
+	portCounts       map[servicePort]int32
 	addrs4           map[[4]byte]int32
 	addrs6           map[[16]byte]int32
 	names            map[hostKey]int32
@@ -73,7 +81,7 @@ func (s *sources) setImport(spec *importSpec) {
 	defer s.mu.Unlock()
 	if spec.perClusterCopy {
 		if _, seen := s.copies[spec.key]; !seen {
-			log.Infof("ServiceImport %s is labelled %s: a controller's per-cluster copy of an import, not served", spec.key, labelServiceName)
+			objectLog.printf("ServiceImport %s is labelled %s: a controller's per-cluster copy of an import, not served", spec.key, labelServiceName)
 		}
 		s.copies[spec.key] = spec
 		// Labelled after it was served: withdraw it.
@@ -171,6 +179,7 @@ func (ss *serviceSlices) replace(a, b *sliceSpec) {
 		ordered = slices.Insert(ordered, i, b)
 	}
 	ss.ordered = ordered
+	ss.updatePorts(a, b)
 	switch {
 	case len(ordered) < 2:
 		ss.counted = false
@@ -185,6 +194,75 @@ func (ss *serviceSlices) replace(a, b *sliceSpec) {
 			ss.recount(nil, s)
 		}
 	}
+}
+
+// updatePorts keeps ports the union of the slices' ports after slice b
+// took the place of a (either may be nil).
+func (ss *serviceSlices) updatePorts(a, b *sliceSpec) {
+	switch {
+	case len(ss.ordered) == 0:
+		ss.ports, ss.portCounts = nil, nil
+		return
+	case len(ss.ordered) == 1:
+		ss.ports, ss.portCounts = ss.ordered[0].ports, nil
+		return
+	case ss.portCounts == nil && (b == nil || samePorts(b.ports, ss.ports)):
+		return // every slice still lists ss.ports
+	case ss.portCounts == nil:
+		// The lists differ from now on: count every slice's.
+		ss.portCounts = make(map[servicePort]int32)
+		for _, s := range ss.ordered {
+			for _, p := range s.ports {
+				ss.portCounts[p]++
+			}
+		}
+		ss.ports = portsOf(ss.portCounts)
+		return
+	case a != nil && b != nil && samePorts(a.ports, b.ports):
+		return
+	}
+	changed := false
+	if a != nil {
+		for _, p := range a.ports {
+			if n := ss.portCounts[p] - 1; n > 0 {
+				ss.portCounts[p] = n
+			} else {
+				delete(ss.portCounts, p)
+				changed = true
+			}
+		}
+	}
+	if b != nil {
+		for _, p := range b.ports {
+			ss.portCounts[p]++
+			changed = changed || ss.portCounts[p] == 1
+		}
+	}
+	if changed {
+		ss.ports = portsOf(ss.portCounts)
+	}
+}
+
+// portsOf returns the ports counted, in order.
+func portsOf(counts map[servicePort]int32) []servicePort {
+	if len(counts) == 0 {
+		return nil
+	}
+	ports := make([]servicePort, 0, len(counts))
+	for p := range counts {
+		ports = append(ports, p)
+	}
+	sortPorts(ports)
+	return ports
+}
+
+// samePorts reports whether two lists of ports are equal; shared lists
+// (sharedPorts) are found so at once.
+func samePorts(a, b []servicePort) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0] || slices.Equal(a, b)
 }
 
 // recount moves the counts of addresses and names from slice a to slice b

@@ -1,0 +1,110 @@
+package multicluster
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// What the log says about objects is bounded, as their writers are not the
+// operator: a line is at most maxLogLine octets, names at most maxProblems
+// problems of one object, quotes at most maxQuoted octets of any value, and
+// each kind of line is written at most limit times a window. An object with
+// 10,000 bad port names, or one that flaps, costs the log a few lines.
+const (
+	maxProblems = 8
+	maxQuoted   = 64
+	maxLogLine  = 1024
+)
+
+// problemList gathers the problems of one object's conversion: the first
+// maxProblems said in full, the rest counted.
+type problemList struct {
+	list    []string
+	omitted int
+}
+
+func (p *problemList) add(format string, args ...any) {
+	if len(p.list) >= maxProblems {
+		p.omitted++
+		return
+	}
+	p.list = append(p.list, fmt.Sprintf(format, args...))
+}
+
+// strings returns the problems, the count of those left out last.
+func (p *problemList) strings() []string {
+	if p.omitted == 0 {
+		return p.list
+	}
+	return append(p.list, fmt.Sprintf("and %d more problems", p.omitted))
+}
+
+// short returns s cut to maxQuoted octets, saying how long it was, for a
+// value quoted in a log line.
+func short(s string) string {
+	if len(s) <= maxQuoted {
+		return s
+	}
+	return s[:maxQuoted] + "... (" + strconv.Itoa(len(s)) + " octets)"
+}
+
+// clip cuts a log line to maxLogLine octets.
+func clip(line string) string {
+	if len(line) <= maxLogLine {
+		return line
+	}
+	return line[:maxLogLine] + "... (" + strconv.Itoa(len(line)) + " octets)"
+}
+
+// boundedLog writes at most limit lines a window; the lines past it are
+// counted, and said in one line when the next comes in a later window.
+type boundedLog struct {
+	mu         sync.Mutex
+	what       string // what the lines are about, for the line of those left out
+	window     time.Duration
+	limit      int
+	start      time.Time
+	lines      int
+	suppressed int
+	now        func() time.Time
+	write      func(string) // the log level's writer
+}
+
+func newBoundedLog(what string, limit int, write func(string)) *boundedLog {
+	return &boundedLog{what: what, window: time.Minute, limit: limit, now: time.Now, write: write}
+}
+
+// printf writes a line, clipped, unless the window's lines are spent.
+func (l *boundedLog) printf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.allowLocked() {
+		return
+	}
+	l.write(clip(fmt.Sprintf(format, args...)))
+}
+
+// allowLocked reports whether a line may be written now, and counts it.
+func (l *boundedLog) allowLocked() bool {
+	if now := l.now(); now.Sub(l.start) >= l.window {
+		if l.suppressed > 0 {
+			l.write(fmt.Sprintf("%d more %s were not logged in the last %s", l.suppressed, l.what, l.window))
+		}
+		l.start, l.lines, l.suppressed = now, 0, 0
+	}
+	if l.lines >= l.limit {
+		l.suppressed++
+		return false
+	}
+	l.lines++
+	return true
+}
+
+// objectLog says what was skipped of objects: at most 100 lines a minute.
+var objectLog = newBoundedLog("lines about skipped objects", 100, func(s string) { log.Warning(s) })
+
+// joinProblems joins problems for one log line.
+func joinProblems(problems []string) string { return strings.Join(problems, "; ") }
