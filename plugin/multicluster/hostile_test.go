@@ -1,0 +1,182 @@
+package multicluster
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/coredns/coredns/plugin/test"
+	"github.com/miekg/dns"
+	discovery "k8s.io/api/discovery/v1"
+)
+
+// What one query or one event may cost, whatever the objects behind it:
+// the trust model's bounds (docs/trust.md).
+const (
+	maxQueryAlloc = 4 << 20 // octets allocated by one query
+	// maxSmallEventAlloc is what a change of one small slice may allocate,
+	// beside slices at the API server's limits: its own size, not theirs.
+	maxSmallEventAlloc = 64 << 10
+	// The time a query or an event may take: ten and five times the
+	// targets of 5 ms a query and 50 ms an event, so that a busy machine
+	// stays within them; what each costs is measured by the benchmarks
+	// (BenchmarkHostileQuery, BenchmarkHostileEvent).
+	maxQueryTime = 50 * time.Millisecond
+	maxEventTime = 250 * time.Millisecond
+)
+
+// fastest returns the shortest of n runs of f: the least disturbed by
+// whatever else runs on the machine.
+func fastest(n int, f func()) time.Duration {
+	best := time.Duration(math.MaxInt64)
+	for range n {
+		start := time.Now()
+		f()
+		best = min(best, time.Since(start))
+	}
+	return best
+}
+
+// checkTime fails t when the fastest of a few runs of f takes longer than
+// limit. Under the race detector it checks nothing.
+func checkTime(t *testing.T, what string, limit time.Duration, f func()) {
+	t.Helper()
+	if raceEnabled {
+		return
+	}
+	if d := fastest(3, f); d > limit {
+		t.Errorf("%s took %s, want at most %s", what, d, limit)
+	}
+}
+
+// allocated returns the octets f allocates, on average over n calls.
+func allocated(n int, f func()) uint64 {
+	f() // warm: what is made once is not what each call costs
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range n {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.TotalAlloc - before.TotalAlloc) / uint64(n)
+}
+
+// ask queries m as a client over proto does, with a 1232-octet EDNS buffer,
+// and returns the reply as the server sends it: truncated to the buffer
+// over UDP.
+func ask(t testing.TB, m *Multicluster, proto, qname string, qtype uint16) *dns.Msg {
+	t.Helper()
+	r := new(dns.Msg)
+	r.SetQuestion(qname, qtype)
+	r.SetEdns0(1232, false)
+	w := &capture{ResponseWriter: test.ResponseWriter{TCP: proto == "tcp"}}
+	if _, err := m.ServeDNS(context.Background(), w, r); err != nil || w.msg == nil {
+		t.Fatalf("%s %s over %s: no reply (%v)", qname, dns.TypeToString[qtype], proto, err)
+	}
+	reply := w.msg
+	size := dns.MaxMsgSize
+	if proto == "udp" {
+		size = 1232
+	}
+	if reply.Len() > size {
+		reply.Truncate(size) // what the server's writer does (request.Scrub)
+	}
+	return reply
+}
+
+// capture keeps the reply written.
+type capture struct {
+	test.ResponseWriter
+	msg *dns.Msg
+}
+
+func (c *capture) WriteMsg(m *dns.Msg) error { c.msg = m; return nil }
+
+// TestHostileQueriesBounded: the worst query of each object shape at the
+// API server's limits allocates at most maxQueryAlloc, and answers what a
+// reply carries: over TCP a message of at most 64 KiB, over UDP a
+// truncated one (TC), so that the client asks again over TCP.
+func TestHostileQueriesBounded(t *testing.T) {
+	m := hostileQueryPlugin(t)
+	for _, q := range hostileQueries {
+		for _, proto := range []string{"udp", "tcp"} {
+			t.Run(q.name+"/"+proto, func(t *testing.T) {
+				reply := ask(t, m, proto, q.qname, q.qtype)
+				if reply.Rcode != dns.RcodeSuccess || len(reply.Answer) == 0 {
+					t.Fatalf("%s, %d records", dns.RcodeToString[reply.Rcode], len(reply.Answer))
+				}
+				reply.Compress = true
+				if n := reply.Len(); n > dns.MaxMsgSize {
+					t.Errorf("%d octets, over a TCP message", n)
+				}
+				if proto == "udp" && !reply.Truncated && q.name != "ClusterSetIP port SRV 30000 ports" {
+					t.Errorf("a UDP reply of %d records, not truncated", len(reply.Answer))
+				}
+				if got := allocated(3, func() { ask(t, m, proto, q.qname, q.qtype) }); got > maxQueryAlloc {
+					t.Errorf("one query allocated %d KiB, want at most %d KiB", got>>10, maxQueryAlloc>>10)
+				}
+				checkTime(t, "one query", maxQueryTime, func() { ask(t, m, proto, q.qname, q.qtype) })
+			})
+		}
+	}
+}
+
+// TestSmallEventBesideHostileSlices: a change of a small slice costs its own
+// size, however large the service's other slices are (3 of 20,000 ports
+// each here): the union of their ports is not made again.
+func TestSmallEventBesideHostileSlices(t *testing.T) {
+	var big []*discovery.EndpointSlice
+	for i := range 3 {
+		big = append(big, hostileSlice("aaa", "big", "c"+strconv.Itoa(i), "big-"+strconv.Itoa(i), 10, hostilePorts(20000, 8, i*20000), 10+i))
+	}
+	m := hostilePlugin(t, []importDef{{ns: "aaa", name: "big", typ: "Headless"}}, big...)
+	small := hostileSlice("aaa", "big", "c9", "big-small", 1, hostilePorts(1, 8, 0), 20)
+	i := 0
+	event := func() {
+		i++
+		small.ResourceVersion = strconv.Itoa(i)
+		small.Endpoints[0].Addresses[0] = fmt.Sprintf("10.20.%d.%d", (i/250)%250, 1+i%250)
+		spec, _, err := newSliceSpec(small, m.longestZone())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.sources.setSlice(spec)
+	}
+	checkTime(t, "a change of a one-endpoint slice", maxEventTime/10, event)
+	if got := allocated(20, event); got > maxSmallEventAlloc {
+		t.Errorf("a change of a one-endpoint slice allocated %d KiB, want at most %d KiB", got>>10, maxSmallEventAlloc>>10)
+	}
+	// The union is right: every port of every slice, each once.
+	v := m.index.lookup("aaa", "big")
+	if len(v.ports) != 60000 {
+		t.Errorf("%d ports in the view, want 60000", len(v.ports))
+	}
+	for j := 1; j < len(v.ports); j++ {
+		if comparePorts(v.ports[j-1], v.ports[j]) >= 0 {
+			t.Fatalf("ports %v and %v out of order", v.ports[j-1], v.ports[j])
+		}
+	}
+}
+
+// TestHostileEventsBounded: converting an object at the API server's limits
+// takes at most maxEventTime, on the informer goroutine every namespace's
+// objects wait on.
+func TestHostileEventsBounded(t *testing.T) {
+	es := hostileSlice("aaa", "big", "c1", "big-c1", 1000, hostilePorts(20000, 8, 0), 1)
+	checkTime(t, "converting a slice of 1,000 endpoints and 20,000 ports", maxEventTime, func() {
+		if _, _, err := newSliceSpec(es, len(defaultZone)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	f := importFields{namespace: "aaa", name: "ports", typ: "ClusterSetIP", ips: []string{"10.42.9.1"}, ports: hostileImportPorts(30000, 8)}
+	checkTime(t, "converting an import of 30,000 ports", maxEventTime, func() {
+		if _, _, err := newImportSpec(f); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
