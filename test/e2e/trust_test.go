@@ -84,6 +84,10 @@ func TestHostileObjects(t *testing.T) {
 		{"exhaustion/huge objects", (*trustSuite).hugeObjects},
 		{"exhaustion/many slices for one import", (*trustSuite).manySlices},
 		{"exhaustion/rapid flapping", (*trustSuite).flapping},
+		{"exhaustion/an EndpointSlice at the API server's limits", (*trustSuite).sliceAtTheLimits},
+		{"exhaustion/a ServiceImport of 20,000 ports", (*trustSuite).importAtTheLimits},
+		{"exhaustion/slices of distinct ports and a small one that flaps", (*trustSuite).slicesOfDistinctPorts},
+		{"exhaustion/10,000 refused port names", (*trustSuite).refusedPortNames},
 	} {
 		t.Run(row.name, func(t *testing.T) {
 			// The attack, then, once its objects are gone, the victim.
