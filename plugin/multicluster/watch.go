@@ -17,9 +17,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
-	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 )
 
 const (
@@ -36,7 +33,7 @@ const (
 // kubernetes plugin shares its cache, local Services.
 type watcher struct {
 	kube       kubernetes.Interface
-	mcs        mcsclient.Interface
+	imports    importAPI
 	namespaces []string // empty: all
 	sources    *sources
 	health     *health
@@ -201,17 +198,18 @@ func (w *watcher) toImportSpec(obj meta.Object) (meta.Object, error) {
 	return out, nil
 }
 
+// toImportSpec converts a ServiceImport as decoded (importObject). One that
+// did not decode fails with why: the informer drops it, and its former
+// version.
 func toImportSpec(obj meta.Object) (meta.Object, error) {
-	var f importFields
-	switch si := obj.(type) {
-	case *mcsv1beta1.ServiceImport:
-		f = importFromV1beta1(si)
-	case *mcsv1alpha1.ServiceImport:
-		f = importFromV1alpha1(si)
-	default:
+	si, ok := obj.(*importObject)
+	if !ok {
 		return nil, fmt.Errorf("unexpected object %T", obj)
 	}
-	return reported(newImportSpec(f))
+	if si.err != nil {
+		return nil, si.err
+	}
+	return reported(newImportSpec(si.fields()))
 }
 
 func (w *watcher) toSliceSpec(obj meta.Object) (meta.Object, error) {
