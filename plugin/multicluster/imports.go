@@ -2,6 +2,7 @@ package multicluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -252,7 +253,7 @@ func (r *restImports) listWatch(version, ns string) *cache.ListWatch {
 			}
 			list := &importObjectList{}
 			if err := res.Into(list); err != nil {
-				return nil, fmt.Errorf("decoding the list of %s: %w", importResource, err)
+				return nil, &undecodableError{fmt.Errorf("list of %s: %w", importResource, err)}
 			}
 			reports.report(list.unusable...)
 			return list, nil
@@ -309,4 +310,21 @@ func (r *importReports) filter(w watch.Interface) watch.Interface {
 		}
 		return e, true
 	})
+}
+
+// undecodableError is an answer of the API server that could not be
+// decoded as a whole (not one object of it): the API server answered, so
+// it is not unreachable.
+type undecodableError struct{ err error }
+
+func (e *undecodableError) Error() string {
+	return "the API server's answer could not be decoded: " + e.err.Error()
+}
+
+func (e *undecodableError) Unwrap() error { return e.err }
+
+// isUndecodable reports whether err is an answer that could not be decoded.
+func isUndecodable(err error) bool {
+	var u *undecodableError
+	return errors.As(err, &u)
 }

@@ -380,3 +380,41 @@ func TestRESTImportsV1alpha1(t *testing.T) {
 		t.Errorf("served a: %v, p: %v; want a only", m.index.lookup("ns1", "a") != nil, m.index.lookup("ns1", "p") != nil)
 	}
 }
+
+// TestRESTImportsAnswers: the REST client passes on the API server's
+// refusals as the clientset did (a Forbidden degrades the plugin), and a
+// list answer that does not decode as a whole is logged as such, not as an
+// unreachable API server; the plugin syncs once the answers decode.
+func TestRESTImportsAnswers(t *testing.T) {
+	logs := captureLog(t)
+	fake, srv := newFakeImportServer(t, "v1beta1", siJSON("v1beta1", "ns1", "a", "10", clusterSetIP("10.42.0.1")))
+	fake.listStatus, fake.listBody = http.StatusForbidden, `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"serviceimports.multicluster.x-k8s.io is forbidden: User \"dns\" cannot list resource \"serviceimports\"","reason":"Forbidden","code":403}`
+	m, w, synced := startRESTWatcher(t, srv, "v1beta1")
+	waitFor(t, 10*time.Second, "degraded by RBAC", func() bool {
+		d := m.degraded.Load()
+		return d != nil && strings.Contains(d.text, "RBAC forbids list on serviceimports")
+	})
+
+	fake.mu.Lock()
+	fake.listStatus, fake.listBody = http.StatusOK, `{"apiVersion":"multicluster.x-k8s.io/v1beta1","kind":"ServiceImportList","metadata":{"resourceVersion":"1"},"items":[{"metadata":`
+	n := len(fake.lists)
+	fake.mu.Unlock()
+	waitFor(t, 10*time.Second, "lists of the truncated answer", func() bool { lists, _ := fake.counts(); return lists >= n+2 })
+	if w.apiUnreachable() {
+		t.Error("an answer that does not decode counts as an unreachable API server")
+	}
+	if s := logs.String(); strings.Contains(s, "Kubernetes API unreachable") || strings.Count(s, "the API server's answer could not be decoded: list of serviceimports:") != 1 {
+		t.Errorf("want the undecodable answer logged once as such:\n%s", s)
+	}
+
+	fake.mu.Lock()
+	fake.listBody = ""
+	fake.mu.Unlock()
+	waitSynced(t, synced)
+	if m.index.lookup("ns1", "a") == nil || m.degraded.Load() != nil {
+		t.Errorf("after the answers decode: a served %v, degraded %v", m.index.lookup("ns1", "a") != nil, m.degraded.Load())
+	}
+	if !strings.Contains(logs.String(), "Kubernetes API answers about serviceimports decode again") {
+		t.Errorf("the recovery was not logged:\n%s", logs)
+	}
+}

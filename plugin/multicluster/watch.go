@@ -74,6 +74,9 @@ type watcher struct {
 	// the api_unreachable gauge.
 	unreachableMu sync.Mutex
 	unreachable   map[string]bool
+	// undecodable are the resources whose last list answer could not be
+	// decoded as a whole, so that it is logged once.
+	undecodable map[string]bool
 
 	mu       sync.Mutex
 	stores   map[informerStore]string // every store, by metric kind, for the objects gauge
