@@ -25,16 +25,29 @@ const (
 // reach records whether the last call about resource got an answer from the
 // API server: any answer, an error status included, says that it is
 // reachable; an error without a status (a connection refused, reset or
-// timed out) that it is not. A call cancelled because the watcher stops
-// says nothing.
+// timed out) that it is not. An answer that could not be decoded
+// (undecodableError) was an answer all the same: it is logged as such, once
+// until a call about resource succeeds, and is not unreachability. A call
+// cancelled because the watcher stops says nothing.
 func (w *watcher) reach(resource string, err error) {
 	if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return
 	}
+	undecodable := isUndecodable(err)
 	var status apierrors.APIStatus
-	down := err != nil && !errors.As(err, &status)
+	down := err != nil && !undecodable && !errors.As(err, &status)
 	w.unreachableMu.Lock()
 	defer w.unreachableMu.Unlock()
+	if undecodable && !w.undecodable[resource] {
+		if w.undecodable == nil {
+			w.undecodable = map[string]bool{}
+		}
+		w.undecodable[resource] = true
+		log.Warningf("Kubernetes API answered, but %v; retrying", err)
+	} else if err == nil && w.undecodable[resource] {
+		delete(w.undecodable, resource)
+		log.Infof("Kubernetes API answers about %s decode again", resource)
+	}
 	if w.unreachable[resource] == down {
 		return
 	}
@@ -67,7 +80,9 @@ func (w *watcher) guard(reason, resource string) func(error) {
 	return func(err error) {
 		w.reach(resource, err)
 		switch {
-		case err == nil:
+		case err == nil, isUndecodable(err):
+			// An answer that did not decode was an answer all the
+			// same: the call was allowed.
 			w.health.clear(reason)
 			if reason == reasonImportRBAC {
 				// A CRD deleted and installed again while watching.

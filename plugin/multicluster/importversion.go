@@ -12,13 +12,8 @@ import (
 	discovery "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
-	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 )
 
 // watchImports discovers the ServiceImport version, watches ServiceImports
@@ -116,7 +111,7 @@ func (w *watcher) startImports(ctx context.Context, version string) *importWatch
 	h := importHandler(w.sources)
 	for _, ns := range w.watchNamespaces() {
 		store := &importStore{storeScope{s: w.sources, namespace: ns}}
-		ctrl := newInformer(kindServiceImport, importListWatch(w.mcs, version, ns), importObjectType(version), w.toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, h, store)
+		ctrl := newInformer(kindServiceImport, w.imports.listWatch(version, ns), &importObject{}, w.toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, h, store)
 		w.track(kindServiceImport, store)
 		iw.stores = append(iw.stores, store)
 		iw.synced = append(iw.synced, ctrl.HasSynced)
@@ -216,33 +211,4 @@ func servedVersion(kube kubernetes.Interface, group, resource string, versions .
 		}
 	}
 	return "", errNotServed
-}
-
-func importObjectType(version string) runtime.Object {
-	if version == "v1alpha1" {
-		return &mcsv1alpha1.ServiceImport{}
-	}
-	return &mcsv1beta1.ServiceImport{}
-}
-
-func importListWatch(c mcsclient.Interface, version, ns string) *cache.ListWatch {
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o meta.ListOptions) (runtime.Object, error) {
-			return c.MulticlusterV1beta1().ServiceImports(ns).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o meta.ListOptions) (watch.Interface, error) {
-			return c.MulticlusterV1beta1().ServiceImports(ns).Watch(ctx, o)
-		},
-	}
-	if version == "v1alpha1" {
-		lw = &cache.ListWatch{
-			ListWithContextFunc: func(ctx context.Context, o meta.ListOptions) (runtime.Object, error) {
-				return c.MulticlusterV1alpha1().ServiceImports(ns).List(ctx, o)
-			},
-			WatchFuncWithContext: func(ctx context.Context, o meta.ListOptions) (watch.Interface, error) {
-				return c.MulticlusterV1alpha1().ServiceImports(ns).Watch(ctx, o)
-			},
-		}
-	}
-	return lw
 }

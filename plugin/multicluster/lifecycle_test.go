@@ -67,7 +67,7 @@ func TestRelistSkipsUnchanged(t *testing.T) {
 	convert := func(o meta.Object) (meta.Object, error) { converted.Add(1); return toImportSpec(o) }
 	malformed := malformedTotal.WithLabelValues("serviceimport")
 	before := testutil.ToFloat64(malformed)
-	runScriptedInformer(t, kindServiceImport, lw, &mcsv1beta1.ServiceImport{}, convert, counting, &importStore{storeScope{s: m.sources}})
+	runScriptedInformer(t, kindServiceImport, lw, &importObject{}, convert, counting, &importStore{storeScope{s: m.sources}})
 	w := lw.nextWatch(t)
 	waitFor(t, 5*time.Second, "the first list processed", func() bool { return testutil.ToFloat64(malformed) == before+1 })
 	if sets.Load() != 2 || converted.Load() != 3 {
@@ -100,7 +100,7 @@ func TestRelistSkipsUnchanged(t *testing.T) {
 // startTestWatcher starts a watcher of m on the clientsets.
 func startTestWatcher(t *testing.T, m *Multicluster, kube *kubefake.Clientset, mcs *mcsfake.Clientset) (*watcher, chan struct{}) {
 	t.Helper()
-	w := &watcher{kube: kube, mcs: mcs, sources: m.sources, retry: 10 * time.Millisecond,
+	w := &watcher{kube: kube, imports: typedImports{mcs}, sources: m.sources, retry: 10 * time.Millisecond,
 		health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
 	synced := make(chan struct{})
 	w.start(func() { m.synced.Store(true); close(synced) })
@@ -188,7 +188,7 @@ func TestStopWaitsForInformers(t *testing.T) {
 	before := testutil.ToFloat64(gauge)
 	for i := range 30 {
 		m := New()
-		w := &watcher{kube: kube, mcs: mcs, sources: m.sources, retry: 10 * time.Millisecond, ownServices: true,
+		w := &watcher{kube: kube, imports: typedImports{mcs}, sources: m.sources, retry: 10 * time.Millisecond, ownServices: true,
 			health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
 		w.start(func() {})
 		// Stop at different points of the first list.

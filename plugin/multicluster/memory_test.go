@@ -47,7 +47,7 @@ func retainedPerImport(tb testing.TB, n int) float64 {
 	before := liveHeap()
 	x := newIndex()
 	s := newSources(x)
-	stop := runInformer(tb, importList(n), kindServiceImport, &mcsv1beta1.ServiceImport{}, toImportSpec, importHandler(s), &importStore{storeScope{s: s}}, func() bool { return x.len() >= n })
+	stop := runInformer(tb, asImportList(importList(n)), kindServiceImport, &importObject{}, toImportSpec, importHandler(s), &importStore{storeScope{s: s}}, func() bool { return x.len() >= n })
 	defer stop()
 	after := liveHeap()
 	runtime.KeepAlive(s)
@@ -61,8 +61,8 @@ func runInformer(tb testing.TB, list kruntime.Object, kind string, objType krunt
 	tb.Helper()
 	empty := objType.DeepCopyObject() // only its type matters: the list's is set below
 	switch empty.(type) {
-	case *mcsv1beta1.ServiceImport:
-		empty = &mcsv1beta1.ServiceImportList{ListMeta: meta.ListMeta{ResourceVersion: "1"}}
+	case *importObject:
+		empty = &importObjectList{ListMeta: meta.ListMeta{ResourceVersion: "1"}}
 	case *discovery.EndpointSlice:
 		empty = &discovery.EndpointSliceList{ListMeta: meta.ListMeta{ResourceVersion: "1"}}
 	}

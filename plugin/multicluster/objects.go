@@ -16,7 +16,6 @@ import (
 	discovery "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
-	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
@@ -93,24 +92,6 @@ type importFields struct {
 type portFields struct {
 	name, protocol string
 	port           int32
-}
-
-func importFromV1beta1(si *mcsv1beta1.ServiceImport) importFields {
-	f := importFields{namespace: si.Namespace, name: si.Name, resourceVersion: si.ResourceVersion, typ: string(si.Spec.Type), ips: si.Spec.IPs,
-		labels: si.Labels, annotations: si.Annotations, trafficDistribution: valueOf(si.Spec.TrafficDistribution)}
-	for _, p := range si.Spec.Ports {
-		f.ports = append(f.ports, portFields{name: p.Name, protocol: string(p.Protocol), port: p.Port})
-	}
-	return f
-}
-
-func importFromV1alpha1(si *mcsv1alpha1.ServiceImport) importFields {
-	f := importFields{namespace: si.Namespace, name: si.Name, resourceVersion: si.ResourceVersion, typ: string(si.Spec.Type), ips: si.Spec.IPs,
-		labels: si.Labels, annotations: si.Annotations, trafficDistribution: valueOf(si.Spec.TrafficDistribution)}
-	for _, p := range si.Spec.Ports {
-		f.ports = append(f.ports, portFields{name: p.Name, protocol: string(p.Protocol), port: p.Port})
-	}
-	return f
 }
 
 // newImportSpec validates f. It fails only when the object cannot be named in

@@ -310,7 +310,7 @@ func TestScopeVerdictOnTheSpec(t *testing.T) {
 	m.sources.setScope(scope)
 	w := &watcher{scope: scope}
 	for _, ns := range []string{"shop", "internal"} {
-		out, err := w.toImportSpec(serviceImport(ns, "web", "10.42.3.1"))
+		out, err := w.toImportSpec(asImport(serviceImport(ns, "web", "10.42.3.1")))
 		if err != nil {
 			t.Fatal(err)
 		}

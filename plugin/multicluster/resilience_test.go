@@ -79,7 +79,7 @@ func fakeClients() (*kubefake.Clientset, *mcsfake.Clientset) {
 // for them to sync; synced is closed when they have.
 func runWatcher(t *testing.T, m *Multicluster, kube *kubefake.Clientset, mcs *mcsfake.Clientset) (synced chan struct{}) {
 	t.Helper()
-	w := &watcher{kube: kube, mcs: mcs, sources: m.sources, retry: 10 * time.Millisecond,
+	w := &watcher{kube: kube, imports: typedImports{mcs}, sources: m.sources, retry: 10 * time.Millisecond,
 		health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
 	synced = make(chan struct{})
 	w.start(func() { m.synced.Store(true); close(synced) })
@@ -276,7 +276,11 @@ func (s *scriptedListWatch) nextWatch(t *testing.T) *watch.FakeWatcher {
 func runScriptedInformer(t *testing.T, kind string, lw *scriptedListWatch, objType runtime.Object, convert func(meta.Object) (meta.Object, error), h *handler, store informerStore) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	ctrl := newInformer(kind, lw.listWatch(), objType, convert, func(error) {}, 10*time.Millisecond, h, store)
+	lwc := lw.listWatch()
+	if _, ok := objType.(*importObject); ok {
+		lwc = asImportListWatch(lwc) // the script's ServiceImports are typed
+	}
+	ctrl := newInformer(kind, lwc, objType, convert, func(error) {}, 10*time.Millisecond, h, store)
 	done := make(chan struct{})
 	go func() { ctrl.RunWithContext(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
@@ -345,7 +349,7 @@ func TestMalformedObjects(t *testing.T) {
 		return &discovery.EndpointSliceList{ListMeta: meta.ListMeta{ResourceVersion: "1"}, Items: slices}
 	})
 	runScriptedInformer(t, kindEndpointSlice, sliceLW, &discovery.EndpointSlice{}, (&watcher{longestZone: len(defaultZone)}).toSliceSpec, sliceHandler(m.sources), &sliceStore{storeScope{s: m.sources}})
-	runScriptedInformer(t, kindServiceImport, importLW, &mcsv1beta1.ServiceImport{}, toImportSpec, importHandler(m.sources), &importStore{storeScope{s: m.sources}})
+	runScriptedInformer(t, kindServiceImport, importLW, &importObject{}, toImportSpec, importHandler(m.sources), &importStore{storeScope{s: m.sources}})
 	watcher := importLW.nextWatch(t)
 
 	cases := []test.Case{

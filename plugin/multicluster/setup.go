@@ -23,7 +23,6 @@ import (
 	kubeclient "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 )
 
 var log = clog.NewWithPlugin(pluginName)
@@ -229,9 +228,9 @@ func (m *Multicluster) startWatching() error {
 	if err != nil {
 		return fmt.Errorf("kubernetes client: %w", err)
 	}
-	mcs, err := mcsclient.NewForConfig(cfg)
+	imports, err := newRESTImports(cfg)
 	if err != nil {
-		return fmt.Errorf("mcs-api client: %w", err)
+		return err
 	}
 	var dyn dynamic.Interface
 	if m.clusterID == "" {
@@ -241,7 +240,7 @@ func (m *Multicluster) startWatching() error {
 	}
 	w := &watcher{
 		kube:        kube,
-		mcs:         mcs,
+		imports:     imports,
 		namespaces:  slices.Sorted(mapKeys(m.namespaces)),
 		sources:     m.sources,
 		health:      newHealth(func(d *degradation) { m.degraded.Store(d) }),

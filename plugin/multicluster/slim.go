@@ -13,17 +13,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
-	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
 // slim is the informers' transform: it runs on each object as the reflector
 // queues it, before conversion, and drops in place what the plugin never
 // reads (managedFields, the annotations and labels it does not use, an
-// import's status, an endpoint's conditions other than ready, its topology
-// and references). During a relist every object of a resource is in memory
-// at once, in the list and in the queue; slim makes each of them smaller for
-// that while. What the stores keep is the converted spec either way.
+// endpoint's conditions other than ready, its topology and references).
+// During a relist every object of a resource is in memory at once, in the
+// list and in the queue; slim makes each of them smaller for that while. What the stores keep is the converted spec either way.
 func slim(obj any) (any, error) {
 	o, ok := obj.(meta.Object)
 	if !ok {
@@ -31,14 +28,9 @@ func slim(obj any) (any, error) {
 	}
 	o.SetManagedFields(nil)
 	switch x := obj.(type) {
-	case *mcsv1beta1.ServiceImport:
+	case *importObject:
 		keepOnly(&x.Labels, labelServiceName)
 		keepOnly(&x.Annotations, annotationDerivedService, annotationAWSDerived)
-		x.Status = mcsv1beta1.ServiceImportStatus{}
-	case *mcsv1alpha1.ServiceImport:
-		keepOnly(&x.Labels, labelServiceName)
-		keepOnly(&x.Annotations, annotationDerivedService, annotationAWSDerived)
-		x.Status = mcsv1alpha1.ServiceImportStatus{}
 	case *discovery.EndpointSlice:
 		keepOnly(&x.Labels, labelServiceName, labelSourceCluster)
 		x.Annotations = nil

@@ -17,9 +17,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	mcsv1alpha1 "sigs.k8s.io/mcs-api/pkg/apis/v1alpha1"
-	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
-	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 )
 
 const (
@@ -36,7 +33,7 @@ const (
 // kubernetes plugin shares its cache, local Services.
 type watcher struct {
 	kube       kubernetes.Interface
-	mcs        mcsclient.Interface
+	imports    importAPI
 	namespaces []string // empty: all
 	sources    *sources
 	health     *health
@@ -77,6 +74,9 @@ type watcher struct {
 	// the api_unreachable gauge.
 	unreachableMu sync.Mutex
 	unreachable   map[string]bool
+	// undecodable are the resources whose last list answer could not be
+	// decoded as a whole, so that it is logged once.
+	undecodable map[string]bool
 
 	mu       sync.Mutex
 	stores   map[informerStore]string // every store, by metric kind, for the objects gauge
@@ -156,6 +156,20 @@ func (w *watcher) watchNamespaces() []string {
 	return w.namespaces
 }
 
+// EndpointSlices and Services, unlike ServiceImports (imports.go), are
+// decoded whole by the typed clientset, in protobuf (clientConfig in
+// setup.go). No value the API server accepts can fail that decoding, and so
+// no object can fail a list or a watch: the API server decoded and
+// validated each object into the same Go types before storing it, and
+// encodes what it serves from them; and the protobuf decoding of these kinds
+// parses no text. Timestamps are seconds and nanoseconds (Time.Unmarshal in
+// k8s.io/apimachinery pkg/apis/meta/v1/time_proto.go); strings are taken as
+// they are, unchecked (the Unmarshal methods of k8s.io/api discovery/v1 and
+// core/v1 generated.pb.go); the one field type whose decoding parses,
+// resource.Quantity (pkg/api/resource/quantity_proto.go, ParseQuantity), is
+// in neither kind. What fails is a list or an event whose bytes are broken
+// (k8s.io/apimachinery pkg/runtime/serializer/protobuf/protobuf.go), which
+// no valid object makes.
 func sliceListWatch(c kubernetes.Interface, ns string) *cache.ListWatch {
 	withLabel := func(o meta.ListOptions) meta.ListOptions {
 		o.LabelSelector = labelServiceName
@@ -201,17 +215,18 @@ func (w *watcher) toImportSpec(obj meta.Object) (meta.Object, error) {
 	return out, nil
 }
 
+// toImportSpec converts a ServiceImport as decoded (importObject). One that
+// did not decode fails with why: the informer drops it, and its former
+// version.
 func toImportSpec(obj meta.Object) (meta.Object, error) {
-	var f importFields
-	switch si := obj.(type) {
-	case *mcsv1beta1.ServiceImport:
-		f = importFromV1beta1(si)
-	case *mcsv1alpha1.ServiceImport:
-		f = importFromV1alpha1(si)
-	default:
+	si, ok := obj.(*importObject)
+	if !ok {
 		return nil, fmt.Errorf("unexpected object %T", obj)
 	}
-	return reported(newImportSpec(f))
+	if si.err != nil {
+		return nil, si.err
+	}
+	return reported(newImportSpec(si.fields()))
 }
 
 func (w *watcher) toSliceSpec(obj meta.Object) (meta.Object, error) {

@@ -42,7 +42,7 @@ func startFakeWatcher(t *testing.T, namespaces ...string) (*Multicluster, *kubef
 	for _, ns := range namespaces {
 		m.namespaces[ns] = struct{}{}
 	}
-	w := &watcher{kube: kube, mcs: mcs, namespaces: namespaces, sources: m.sources, ownServices: true, retry: 10 * time.Millisecond,
+	w := &watcher{kube: kube, imports: typedImports{mcs}, namespaces: namespaces, sources: m.sources, ownServices: true, retry: 10 * time.Millisecond,
 		health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
 	synced := make(chan struct{})
 	w.start(func() { m.synced.Store(true); close(synced) })
@@ -66,7 +66,7 @@ func TestInformersListThenWatch(t *testing.T) {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(_ context.Context, o meta.ListOptions) (runtime.Object, error) {
 			lists <- o
-			return &mcsv1beta1.ServiceImportList{ListMeta: meta.ListMeta{ResourceVersion: "1"}}, nil
+			return &importObjectList{ListMeta: meta.ListMeta{ResourceVersion: "1"}}, nil
 		},
 		WatchFuncWithContext: func(_ context.Context, o meta.ListOptions) (watch.Interface, error) {
 			if o.SendInitialEvents != nil && *o.SendInitialEvents {
@@ -75,7 +75,7 @@ func TestInformersListThenWatch(t *testing.T) {
 			return watch.NewFake(), nil
 		},
 	}
-	ctrl := newInformer(kindServiceImport, lw, &mcsv1beta1.ServiceImport{}, toImportSpec, func(error) {}, time.Second, nil, newStore(nil))
+	ctrl := newInformer(kindServiceImport, lw, &importObject{}, toImportSpec, func(error) {}, time.Second, nil, newStore(nil))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go ctrl.RunWithContext(ctx)
@@ -260,7 +260,7 @@ func TestWatchHeadlessSlices(t *testing.T) {
 func TestWatchDegradedUntilCRD(t *testing.T) {
 	kube := kubefake.NewClientset() // its discovery serves no multicluster.x-k8s.io
 	m := New()
-	w := &watcher{kube: kube, mcs: mcsfake.NewSimpleClientset(), sources: m.sources, retry: 10 * time.Millisecond,
+	w := &watcher{kube: kube, imports: typedImports{mcsfake.NewSimpleClientset()}, sources: m.sources, retry: 10 * time.Millisecond,
 		health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
 	synced := make(chan struct{})
 	w.start(func() { m.synced.Store(true); close(synced) })
@@ -395,7 +395,7 @@ func TestWatchClusterID(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{gvr: "ClusterPropertyList"})
 	mcs := mcsfake.NewSimpleClientset()
 	m, _ := newTestPlugin(t, nil, fakeLocal{})
-	w := &watcher{kube: kube, mcs: mcs, dynamic: dyn, sources: m.sources, retry: 10 * time.Millisecond,
+	w := &watcher{kube: kube, imports: typedImports{mcs}, dynamic: dyn, sources: m.sources, retry: 10 * time.Millisecond,
 		health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
 	w.start(func() {})
 	t.Cleanup(w.stop)
@@ -441,7 +441,7 @@ func TestWatchClusterIDNotInstalled(t *testing.T) {
 	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
 	m, _ := newTestPlugin(t, nil, fakeLocal{})
 	m.synced.Store(false)
-	w := &watcher{kube: kube, mcs: mcs, dynamic: dyn, sources: m.sources, retry: 10 * time.Millisecond,
+	w := &watcher{kube: kube, imports: typedImports{mcs}, dynamic: dyn, sources: m.sources, retry: 10 * time.Millisecond,
 		health: newHealth(func(d *degradation) { m.degraded.Store(d) })}
 	synced := make(chan struct{})
 	w.start(func() { m.synced.Store(true); close(synced) })
