@@ -166,26 +166,29 @@ func TestSystemNamespacesInFallback(t *testing.T) {
 	local := newFakeCluster()
 	m, next := newTestPlugin(t, nil, nil)
 	m.local, m.failover = local, true
-	m.scope = (*fallbackScope)(nil).withSystem(append(slices.Clone(systemNamespaces), "dns-system"), []scopePattern{{namespace: "kube-system", name: "metrics-server"}})
+	m.scope = (*fallbackScope)(nil).withSystem(append(slices.Clone(defaultSystemNamespaces), "dns-system"), []scopePattern{{namespace: "kube-system", name: "metrics-server"}})
 	m.sources.setScope(m.scope)
 	for _, d := range []importDef{
 		{ns: "kube-system", name: "kube-dns", typ: "ClusterSetIP", ips: []string{"10.42.9.1"}},
 		{ns: "kube-system", name: "down", typ: "ClusterSetIP", ips: []string{"10.42.9.2"}},
 		{ns: "dns-system", name: "probe", typ: "ClusterSetIP", ips: []string{"10.42.9.3"}},
 		{ns: "kube-system", name: "metrics-server", typ: "ClusterSetIP", ips: []string{"10.42.9.4"}},
+		{ns: "openshift-monitoring", name: "thanos-querier", typ: "ClusterSetIP", ips: []string{"10.42.9.6"}},
+		{ns: "kube-flannel", name: "probe", typ: "ClusterSetIP", ips: []string{"10.42.9.7"}},
 		{ns: "shop", name: "cart", typ: "ClusterSetIP", ips: []string{"10.42.9.5"}},
 	} {
 		setImport(t, m, d)
 	}
 	local.add("kube-system", "down", core.ServiceTypeClusterIP, false)
-	expectPassedOnCounted(t, m, next, "system_refused", "kube-dns.kube-system.svc.cluster.local.", "down.kube-system.svc.cluster.local.", "probe.dns-system.svc.cluster.local.")
+	expectPassedOnCounted(t, m, next, "system_refused", "kube-dns.kube-system.svc.cluster.local.", "down.kube-system.svc.cluster.local.", "probe.dns-system.svc.cluster.local.",
+		"thanos-querier.openshift-monitoring.svc.cluster.local.", "probe.kube-flannel.svc.cluster.local.")
 	checkCase(t, m, aCase("kube-dns.kube-system.svc.clusterset.local.", "10.42.9.1"))
 	checkCase(t, m, aCase("metrics-server.kube-system.svc.cluster.local.", "10.42.9.4"))
 	checkCase(t, m, aCase("cart.shop.svc.cluster.local.", "10.42.9.5"))
 
 	m.ownNamespace = "dns-system"
 	e := m.Explain(new(dns.Msg).SetQuestion("kube-dns.kube-system.svc.cluster.local.", dns.TypeA))
-	if steps := strings.Join(e.Steps, "\n"); e.Handled || !strings.Contains(steps, "kube-system is a system namespace (kube-system, kube-public, kube-node-lease, dns-system)") {
+	if steps := strings.Join(e.Steps, "\n"); e.Handled || !strings.Contains(steps, "kube-system is a system namespace (kube-*, openshift, openshift-*, dns-system)") {
 		t.Errorf("explain (handled %v) does not say why:\n%s", e.Handled, steps)
 	}
 }
