@@ -414,20 +414,15 @@ func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, ptrVerd
 			}
 		}
 		if !found && len(refs) > 0 {
-			eps, mixed := r.local.byEndpointIP(ip)
+			eps, _ := r.local.byEndpointIP(ip)
 			for _, e := range eps {
 				if len(r.derivedImports(e.key.namespace, e.key.name)) > 0 {
 					continue
 				}
-				// A local endpoint's address. The kubernetes plugin answers
-				// it, unless its cache holds a multicluster slice with this
-				// address too: it would then add a name with an empty label
-				// for that slice, and no answer could be sent. Answer the
-				// local name it would have given, in its zone.
-				if !mixed {
-					return answer{}, ptrLocal
-				}
-				return r.localEndpointPTR(owner, e, addr), ptrAnswered
+				// A local endpoint's address: the cluster's, passed on
+				// (serveReverse answers it where the kubernetes plugin
+				// could not).
+				return answer{}, ptrLocal
 			}
 		}
 	}

@@ -46,7 +46,7 @@ func setup(c *caddy.Controller) error {
 	c.OnStartup(func() error {
 		k, ok := dnsserver.GetConfig(c).Handler("kubernetes").(*kubernetes.Kubernetes)
 		if ok && k.APIConn != nil {
-			m.local = kubernetesServices{cache: k.APIConn, primaryZone: firstForwardZone(k.Zones)}
+			m.local = newKubernetesServices(k)
 			m.kube = k
 			m.endpointsKnown = kubernetesCachesEndpoints(k)
 		}
