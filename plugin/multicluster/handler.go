@@ -265,6 +265,9 @@ func (m *Multicluster) serveReverse(ctx context.Context, w dns.ResponseWriter, r
 		return m.write(w, r, q.Name[len(q.Name)-len(zone):], a, metrics.WithServer(ctx), zoneReverse)
 	case ptrConflict:
 		m.counters.policy(metrics.WithServer(ctx), rulePTRConflict)
+	case ptrLocalConflict:
+		m.counters.policy(metrics.WithServer(ctx), rulePTRLocalConflict)
+		localConflictLogger.log(addr, m.describeLocalConflict)
 	case ptrOutOfRange:
 		m.counters.policy(metrics.WithServer(ctx), rulePTROutOfRange)
 	}

@@ -110,22 +110,6 @@ func TestReverseConflictHeadless(t *testing.T) {
 	}
 }
 
-// TestDerivedServiceDecides: the derived Service's ClusterIP is its
-// import's, whatever another namespace claims, and a local Service's own
-// ClusterIP is the cluster's.
-func TestDerivedServiceDecides(t *testing.T) {
-	local := newFakeCluster()
-	local.add("demo", "derived-checkout", core.ServiceTypeClusterIP, true, "10.96.5.5")
-	local.add("kube-system", "kube-dns", core.ServiceTypeClusterIP, true, "10.96.0.10")
-	m, _ := newTestPlugin(t, []importDef{
-		{ns: "demo", name: "checkout", typ: "ClusterSetIP", derived: "derived-checkout"},
-		{ns: "aaa", name: "evil", typ: "ClusterSetIP", ips: []string{"10.96.5.5", "10.96.0.10"}},
-	}, nil)
-	m.local = local
-	checkCase(t, m, ptrCase("5.5.96.10.in-addr.arpa.", "checkout.demo.svc.clusterset.local."))
-	checkCase(t, m, ptrCase("10.0.96.10.in-addr.arpa.", ""))
-}
-
 // TestReverseRanges: addresses outside the ranges get no reverse name from
 // an import; by default no public address does, and the operator's ranges
 // replace the default.
@@ -198,7 +182,7 @@ func TestSystemNamespacesInFallback(t *testing.T) {
 func TestConflictLogBounded(t *testing.T) {
 	logged := captureLog(t)
 	now := time.Unix(1000, 0)
-	l := &conflictLog{window: time.Minute, limit: 3, now: func() time.Time { return now }}
+	l := &conflictLog{logWindow: logWindow{window: time.Minute, limit: 3, now: func() time.Time { return now }}}
 	key := serviceKey{namespace: "aaa", name: "evil"}
 	flap := []conflictChange{{addr: mustAddr("10.42.0.10"), namespaces: []string{"aaa", "demo"}}}
 	for range 10 {
