@@ -25,7 +25,7 @@ import (
 // writes try to change what a name or an address of another namespace, of
 // kube-system, of the cluster's own Services or a public address answers,
 // or to exhaust the server. Every row is a subtest of TestHostileObjects,
-// listed in the plugin's README ("Trust model"). Each attempt must fail,
+// listed in docs/trust.md. Each attempt must fail,
 // and the server must go on answering everything else.
 
 // trustSuite is the servers and the victim's objects the rows share.
