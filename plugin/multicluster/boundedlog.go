@@ -59,48 +59,30 @@ func clip(line string) string {
 	return line[:maxLogLine] + "... (" + strconv.Itoa(len(line)) + " octets)"
 }
 
-// boundedLog writes at most limit lines a window; the lines past it are
-// counted, and said in one line when the next comes in a later window.
+// boundedLog writes at most limit lines a window (logWindow); the lines
+// past it are counted, and said in one line when the next comes in a later
+// window.
 type boundedLog struct {
-	mu         sync.Mutex
-	what       string // what the lines are about, for the line of those left out
-	window     time.Duration
-	limit      int
-	start      time.Time
-	lines      int
-	suppressed int
-	now        func() time.Time
-	write      func(string) // the log level's writer
+	mu sync.Mutex
+	logWindow
+	what  string       // what the lines are about, for the line of those left out
+	write func(string) // the log level's writer
 }
 
 func newBoundedLog(what string, limit int, write func(string)) *boundedLog {
-	return &boundedLog{what: what, window: time.Minute, limit: limit, now: time.Now, write: write}
+	return &boundedLog{logWindow: logWindow{window: time.Minute, limit: limit, now: time.Now}, what: what, write: write}
 }
 
 // printf writes a line, clipped, unless the window's lines are spent.
 func (l *boundedLog) printf(format string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.allowLocked() {
-		return
+	if _, n := l.roll(); n > 0 {
+		l.write(fmt.Sprintf("%d more %s were not logged in the last %s", n, l.what, l.window))
 	}
-	l.write(clip(fmt.Sprintf(format, args...)))
-}
-
-// allowLocked reports whether a line may be written now, and counts it.
-func (l *boundedLog) allowLocked() bool {
-	if now := l.now(); now.Sub(l.start) >= l.window {
-		if l.suppressed > 0 {
-			l.write(fmt.Sprintf("%d more %s were not logged in the last %s", l.suppressed, l.what, l.window))
-		}
-		l.start, l.lines, l.suppressed = now, 0, 0
+	if l.take() {
+		l.write(clip(fmt.Sprintf(format, args...)))
 	}
-	if l.lines >= l.limit {
-		l.suppressed++
-		return false
-	}
-	l.lines++
-	return true
 }
 
 // objectLog says what was skipped of objects: at most 100 lines a minute.

@@ -340,10 +340,8 @@ func (m *Multicluster) describePointer(name string, qtype uint16, say func(strin
 	switch _, verdict := m.pointer(addr, name, m.ptrZone); verdict {
 	case ptrOutOfRange:
 		say("%s is outside the reverse ranges (%s): no import may name it, passed on", addr, describeRanges(m.reverseRanges))
-	case ptrAnswered:
-		if contested(refs) {
-			say("imports of several namespaces (%s) claim %s, and a derived Service decides: the address is its import's", strings.Join(claimNamespaces(refs), ", "), addr)
-		}
+	case ptrLocalConflict:
+		say("imports of namespaces %s claim %s, which the local cluster holds in another namespace: a conflict, passed on to the cluster's own answer (policy_decisions_total rule ptr_local_conflict)", strings.Join(claimNamespaces(refs), ", "), addr)
 	case ptrConflict:
 		say("imports of several namespaces (%s) claim %s, and no derived Service decides: a conflict, passed on (coredns_multicluster_reverse_conflicts)", strings.Join(claimNamespaces(refs), ", "), addr)
 	}

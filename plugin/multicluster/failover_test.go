@@ -20,7 +20,10 @@ type fakeCluster struct {
 	// a multicluster slice in the cache holds too.
 	endpoints map[string][]localEndpoint
 	mixed     map[string]bool
-	changes   int64
+	// hidden are the namespaces the kubernetes plugin's namespaces option
+	// leaves out.
+	hidden  map[string]bool
+	changes int64
 }
 
 func newFakeCluster() *fakeCluster {
@@ -55,9 +58,11 @@ func (f *fakeCluster) byClusterIP(ip string) []*object.Service {
 func (f *fakeCluster) byEndpointIP(ip string) ([]localEndpoint, bool) {
 	return f.endpoints[ip], f.mixed[ip]
 }
-func (f *fakeCluster) zone() string    { return "cluster.local." }
-func (f *fakeCluster) modified() int64 { return f.changes }
-func (f *fakeCluster) hasSynced() bool { return true }
+func (f *fakeCluster) exposed(ns string) bool        { return !f.hidden[ns] }
+func (f *fakeCluster) reverseExposed(ns string) bool { return !f.hidden[ns] }
+func (f *fakeCluster) zone() string                  { return "cluster.local." }
+func (f *fakeCluster) modified() int64               { return f.changes }
+func (f *fakeCluster) hasSynced() bool               { return true }
 
 // The Karmada layout: ServiceImport "serve" with no spec.ips, and the shadow
 // Service "derived-serve" that carries the ClusterIP.

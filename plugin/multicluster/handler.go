@@ -261,55 +261,84 @@ func (m *Multicluster) serveReverse(ctx context.Context, w dns.ResponseWriter, r
 	if !ok {
 		return false, 0, nil
 	}
-	a, verdict := m.pointer(addr.Unmap(), q.Name, m.ptrZone)
+	addr = addr.Unmap()
+	a, verdict := m.pointer(addr, q.Name, m.ptrZone)
 	switch verdict {
 	case ptrAnswered:
 		return m.write(w, r, q.Name[len(q.Name)-len(zone):], a, metrics.WithServer(ctx), zoneReverse)
-	case ptrLocal:
-		return false, 0, nil
 	case ptrConflict:
 		m.counters.policy(metrics.WithServer(ctx), rulePTRConflict)
+	case ptrLocalConflict:
+		m.counters.policy(metrics.WithServer(ctx), rulePTRLocalConflict)
+		localConflictLogger.log(addr, m.describeLocalConflict)
 	case ptrOutOfRange:
 		m.counters.policy(metrics.WithServer(ctx), rulePTROutOfRange)
 	}
-	return m.passOverSlices(ctx, w, r, addr.Unmap(), zone)
+	return m.passOn(ctx, w, r, addr, zone)
 }
 
-// passOverSlices passes on the PTR query r for addr, which the plugin does
-// not answer (no import claims it, imports of several namespaces do, or it
-// is outside reverse_ranges). The kubernetes plugin caches multicluster
-// EndpointSlices too, and names their addresses from the
-// kubernetes.io/service-name label, which they do not have: with an empty
-// label (host..ns.svc.zone), so that no answer can be sent and the client
-// waits until it times out. When the next plugin is that plugin, and addr is
-// in its cache by such a slice:
-//   - with a local endpoint at addr too, the local endpoint's name answers,
-//     as that plugin names it (as in pointer);
+// passOn passes on the PTR query r for addr, which the plugin does not
+// answer itself (no import claims it, it is the local cluster's, imports of
+// several namespaces claim it, or it is outside reverse_ranges), so that
+// the kubernetes plugin answers it as if there were no import. That plugin
+// caches multicluster EndpointSlices too, and names their addresses from
+// the kubernetes.io/service-name label, which they do not have: with an
+// empty label (host..ns.svc.zone), so that no answer can be sent and the
+// client waits until it times out (serviceRecordForIP in
+// plugin/kubernetes/reverse.go names every endpoint at the address, of
+// every namespace its PTR answers show). When addr is in its cache by such
+// a slice, and no Service whose ClusterIP it is answers first:
+//   - with a local endpoint at addr in a namespace the kubernetes plugin
+//     exposes, that endpoint's name answers, as the kubernetes plugin
+//     names it;
 //   - otherwise the query goes on as that plugin sends a query for an
 //     address it does not know: to the plugin after it, when it falls
-//     through for the name, else NXDOMAIN with its own SOA.
+//     through for the name, else NXDOMAIN with its own SOA. An endpoint of
+//     a namespace it hides is never named.
 //
 // Any other query is passed on untouched.
-func (m *Multicluster) passOverSlices(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, addr netip.Addr, zone string) (handled bool, rcode int, err error) {
+func (m *Multicluster) passOn(ctx context.Context, w dns.ResponseWriter, r *dns.Msg, addr netip.Addr, zone string) (handled bool, rcode int, err error) {
+	if m.local == nil {
+		return false, 0, nil
+	}
 	k := m.kube
-	if k == nil || m.local == nil || m.Next != plugin.Handler(k) {
+	if k != nil && m.Next != plugin.Handler(k) {
 		return false, 0, nil
 	}
 	ip := addr.String()
-	eps, inSlices := m.local.byEndpointIP(ip)
-	if !inSlices || len(m.local.byClusterIP(ip)) > 0 {
+	eps, mixed := m.local.byEndpointIP(ip)
+	if !mixed {
 		return false, 0, nil
 	}
-	if len(eps) > 0 {
-		q := r.Question[0]
-		return m.write(w, r, q.Name[len(q.Name)-len(zone):], m.localEndpointPTR(q.Name, eps[0], addr), metrics.WithServer(ctx), zoneReverse)
-	}
 	state := corerequest.Request{W: w, Req: r}
+	kzone := ""
+	if k != nil {
+		// As the kubernetes plugin matches its zones, in the query's case.
+		qname := state.QName()
+		if kzone = plugin.Zones(k.Zones).Matches(qname); kzone == "" {
+			return false, 0, nil // not the kubernetes plugin's zone: it passes it on
+		}
+		kzone = qname[len(qname)-len(kzone):]
+	}
+	for _, svc := range m.local.byClusterIP(ip) {
+		if m.local.reverseExposed(svc.Namespace) {
+			return false, 0, nil // it answers with the Service's name
+		}
+	}
+	for _, e := range eps {
+		if m.local.exposed(e.key.namespace) {
+			q := r.Question[0]
+			return m.write(w, r, q.Name[len(q.Name)-len(zone):], m.localEndpointPTR(q.Name, e, addr), metrics.WithServer(ctx), zoneReverse)
+		}
+	}
+	if k == nil {
+		return false, 0, nil
+	}
 	if k.Fall.Through(state.Name()) {
 		rcode, err := plugin.NextOrFailure(k.Name(), k.Next, ctx, w, r)
 		return true, rcode, err
 	}
-	rcode, err = plugin.BackendError(ctx, k, plugin.Zones(k.Zones).Matches(state.Name()), dns.RcodeNameError, state, nil, plugin.Options{})
+	rcode, err = plugin.BackendError(ctx, k, kzone, dns.RcodeNameError, state, nil, plugin.Options{})
 	return true, rcode, err
 }
 

@@ -27,6 +27,8 @@ func (f fakeLocal) readyEndpoints(namespace, name string) bool {
 }
 func (f fakeLocal) byClusterIP(string) []*object.Service        { return nil }
 func (f fakeLocal) byEndpointIP(string) ([]localEndpoint, bool) { return nil, false }
+func (f fakeLocal) exposed(string) bool                         { return true }
+func (f fakeLocal) reverseExposed(string) bool                  { return true }
 func (f fakeLocal) zone() string                                { return "cluster.local." }
 func (f fakeLocal) modified() int64                             { return 0 }
 func (f fakeLocal) hasSynced() bool                             { return true }

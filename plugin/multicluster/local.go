@@ -24,10 +24,19 @@ type localServices interface {
 	// among their ClusterIPs (PTR of derived Services).
 	byClusterIP(ip string) []*object.Service
 	// byEndpointIP returns the local endpoints at ip, in its canonical form
-	// (PTR: local wins). Multicluster slices, which name no local Service,
-	// are not among them; mixed reports that the cache holds such a slice
-	// with ip too.
+	// (PTR: local wins), of every namespace. Multicluster slices, which
+	// name no local Service, are not among them; mixed reports that the
+	// cache holds such a slice with ip too, in a namespace whose addresses
+	// the kubernetes plugin names in PTR answers (reverseExposed): its
+	// answer would then hold a name it cannot send.
 	byEndpointIP(ip string) (eps []localEndpoint, mixed bool)
+	// exposed reports whether the kubernetes plugin answers names of
+	// namespace at all (its namespaces and namespace_labels options): the
+	// plugin never names a local object of any other namespace.
+	exposed(namespace string) bool
+	// reverseExposed reports whether the kubernetes plugin's PTR answers
+	// name the local objects of namespace.
+	reverseExposed(namespace string) bool
 	// modified returns a value that changes whenever a local Service does,
 	// so that the serial follows derived Services.
 	modified() int64
@@ -44,6 +53,7 @@ type kubernetesCache interface {
 	SvcIndexReverse(string) []*object.Service
 	EpIndex(string) []*object.Endpoints
 	EpIndexReverse(string) []*object.Endpoints
+	GetNamespaceByName(string) (*object.Namespace, error)
 	Modified(kubernetes.ModifiedMode) int64
 	HasSynced() bool
 }
@@ -61,6 +71,15 @@ type kubernetesServices struct {
 	// primaryZone is the kubernetes plugin's first zone, which it names
 	// endpoints in.
 	primaryZone string
+	// namespaces are those of the kubernetes plugin's namespaces option
+	// (Kubernetes.Namespaces); empty: all.
+	namespaces map[string]struct{}
+}
+
+// newKubernetesServices reads local Services from the cache of the
+// kubernetes plugin k.
+func newKubernetesServices(k *kubernetes.Kubernetes) kubernetesServices {
+	return kubernetesServices{cache: k.APIConn, primaryZone: firstForwardZone(k.Zones), namespaces: k.Namespaces}
 }
 
 func (k kubernetesServices) service(namespace, name string) *object.Service {
@@ -100,7 +119,7 @@ func (k kubernetesServices) byEndpointIP(ip string) (eps []localEndpoint, mixed 
 	for _, e := range k.cache.EpIndexReverse(ip) {
 		name, _, ok := strings.Cut(e.Index, ".")
 		if !ok || name == "" {
-			mixed = true
+			mixed = mixed || k.reverseExposed(e.Namespace)
 			continue
 		}
 		for _, sub := range e.Subsets {
@@ -112,6 +131,27 @@ func (k kubernetesServices) byEndpointIP(ip string) (eps []localEndpoint, mixed 
 		}
 	}
 	return eps, mixed
+}
+
+// exposed is the kubernetes plugin's namespaceExposed
+// (plugin/kubernetes/namespace.go), which is not exported, from what is: a
+// namespace of its namespaces option, if it has one, that its cache of
+// namespaces holds. That cache holds only the namespaces its
+// namespace_labels selector matches (namespaceListFunc, controller.go).
+func (k kubernetesServices) exposed(namespace string) bool {
+	if _, ok := k.namespaces[namespace]; len(k.namespaces) > 0 && !ok {
+		return false
+	}
+	_, err := k.cache.GetNamespaceByName(namespace)
+	return err == nil
+}
+
+// reverseExposed follows serviceRecordForIP (plugin/kubernetes/reverse.go),
+// which asks namespaceExposed only when the namespaces option is set: with
+// namespace_labels alone, the kubernetes plugin names every namespace's
+// ClusterIPs and endpoints in PTR answers.
+func (k kubernetesServices) reverseExposed(namespace string) bool {
+	return len(k.namespaces) == 0 || k.exposed(namespace)
 }
 
 func (k kubernetesServices) modified() int64 { return k.cache.Modified(kubernetes.ModifiedInternal) }
@@ -168,6 +208,11 @@ func (s informerServices) service(namespace, name string) *object.Service {
 func (s informerServices) readyEndpoints(string, string) bool { return false }
 
 func (s informerServices) byEndpointIP(string) ([]localEndpoint, bool) { return nil, false }
+
+// Without a kubernetes plugin no namespace is hidden: the plugin names no
+// local object but derived Services, whose names are the imports'.
+func (s informerServices) exposed(string) bool        { return true }
+func (s informerServices) reverseExposed(string) bool { return true }
 
 func (s informerServices) zone() string { return "" }
 

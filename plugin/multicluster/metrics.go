@@ -55,7 +55,7 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "policy_decisions_total",
-		Help:      "Queries whose answer a traffic or fallback policy decided, by rule: local_preferred (only the local cluster's endpoints, for an import that prefers close ones), failover_service (a fallback name failed over because its import prefers close endpoints), scope_refused (a fallback name the fallback scope keeps local), system_refused (a fallback name of a system namespace, kept local), ptr_conflict (a PTR query passed on because imports of several namespaces claim the address), ptr_out_of_range (a PTR query for an address an import claims, passed on because it is outside reverse_ranges).",
+		Help:      "Queries whose answer a traffic or fallback policy decided, by rule: local_preferred (only the local cluster's endpoints, for an import that prefers close ones), failover_service (a fallback name failed over because its import prefers close endpoints), scope_refused (a fallback name the fallback scope keeps local), system_refused (a fallback name of a system namespace, kept local), ptr_conflict (a PTR query passed on because imports of several namespaces claim the address), ptr_out_of_range (a PTR query for an address an import claims, passed on because it is outside reverse_ranges), ptr_local_conflict (a PTR query for the address of a local Service or endpoint that imports of another namespace claim, passed on to the cluster's own answer).",
 	}, []string{"server", "rule"})
 
 	cappedAnswersTotal = promauto.NewCounterVec(prometheus.CounterOpts{
@@ -208,11 +208,14 @@ const (
 	ruleScopeRefused                // a fallback name the fallback scope keeps local
 	ruleSystemRefused               // a fallback name of a system namespace, kept local
 	rulePTRConflict                 // a PTR passed on: imports of several namespaces claim the address
-	rulePTROutOfRange               // a PTR passed on: the address is outside reverse_ranges
+	rulePTROutOfRange               // a PTR passed on: an import claims the address, outside reverse_ranges
+	// A PTR passed on to the cluster's own answer: a local Service or
+	// endpoint holds the address, and imports of another namespace claim it.
+	rulePTRLocalConflict
 	rules
 )
 
-var ruleNames = [rules]string{"local_preferred", "failover_service", "scope_refused", "system_refused", "ptr_conflict", "ptr_out_of_range"}
+var ruleNames = [rules]string{"local_preferred", "failover_service", "scope_refused", "system_refused", "ptr_conflict", "ptr_out_of_range", "ptr_local_conflict"}
 
 // queryCounters are the counters of the query path.
 type queryCounters struct {

@@ -58,6 +58,11 @@ type Multicluster struct {
 	// names of systemOptIn.
 	scope       *fallbackScope
 	systemOptIn []scopePattern
+	// systemOptInLine is the Corefile line of system_fallback.
+	systemOptInLine int
+	// systemPatterns are the system namespaces of system_namespaces; nil:
+	// defaultSystemNamespaces.
+	systemPatterns []string
 	// ownNamespace is the namespace the server runs in, "" when unknown.
 	ownNamespace string
 

@@ -18,29 +18,31 @@ import (
 // whether its import is out of scope.
 type fallbackScope struct {
 	include, exclude []scopePattern
-	// system are the namespaces whose imports never answer in fallback
-	// zones, unless a pattern of optIn names them (system_fallback): a
-	// system component's traffic must not leave the cluster because its
-	// Service is briefly missing. Nil: none (a scope without fallback
-	// zones, or built by hand in a test).
-	system map[string]bool
+	// system are the patterns of the namespaces whose imports never answer
+	// in fallback zones, unless a pattern of optIn names them
+	// (system_fallback): a system component's traffic must not leave the
+	// cluster because its Service is briefly missing. Nil: none (a scope
+	// without fallback zones, or built by hand in a test); withSystem
+	// always sets it, empty or not, and default/kubernetes is a system
+	// name whenever it is set.
+	system []string
 	optIn  []scopePattern
 }
 
-// systemNamespaces are the namespaces of the cluster's own components,
-// besides the one the server runs in.
-var systemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
+// defaultSystemNamespaces are the patterns of the namespaces of the
+// cluster's own components, unless system_namespaces names others:
+// Kubernetes reserves the kube- prefix for its system namespaces, and
+// OpenShift the openshift- prefix and openshift, refusing projects so named
+// to users. The namespace the server runs in is added to either.
+var defaultSystemNamespaces = []string{"kube-*", "openshift", "openshift-*"}
 
-// withSystem returns s (nil: allow all) with the namespaces system kept
-// out of fallback zones, and default/kubernetes, except the names that
-// optIn patterns match.
+// withSystem returns s (nil: allow all) with the namespaces that the
+// patterns system match kept out of fallback zones, and default/kubernetes,
+// except the names that optIn patterns match.
 func (s *fallbackScope) withSystem(system []string, optIn []scopePattern) *fallbackScope {
-	out := &fallbackScope{system: map[string]bool{}, optIn: optIn}
+	out := &fallbackScope{system: append([]string{}, system...), optIn: optIn}
 	if s != nil {
 		out.include, out.exclude = s.include, s.exclude
-	}
-	for _, ns := range system {
-		out.system[ns] = true
 	}
 	return out
 }
@@ -57,7 +59,7 @@ func (s *fallbackScope) systemRefuses(namespace, name string) bool {
 	if s == nil || s.system == nil {
 		return false
 	}
-	if !s.system[namespace] && !apiServerService.matches(namespace, name) {
+	if !isSystemNamespace(s.system, namespace) && !apiServerService.matches(namespace, name) {
 		return false
 	}
 	for _, p := range s.optIn {
@@ -68,11 +70,36 @@ func (s *fallbackScope) systemRefuses(namespace, name string) bool {
 	return true
 }
 
+// isSystemNamespace reports whether namespace matches one of the patterns
+// system.
+func isSystemNamespace(system []string, namespace string) bool {
+	for _, p := range system {
+		if globMatch(p, namespace) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseSystemNamespaces parses the arguments of system_namespaces: namespace
+// names in which '*' stands for any run of characters.
+func parseSystemNamespaces(args []string) ([]string, error) {
+	var out []string
+	for _, arg := range args {
+		if err := checkGlob(arg); err != nil {
+			return nil, fmt.Errorf("%q: %w", arg, err)
+		}
+		if !slices.Contains(out, arg) {
+			out = append(out, arg)
+		}
+	}
+	return out, nil
+}
+
 // parseSystemOptIn parses the arguments of system_fallback: NAMESPACE/NAME
-// patterns whose namespace is one of system, spelled out (a wildcard there
-// would opt in namespaces nobody named), and whose name may use '*'; or
-// default/kubernetes.
-func parseSystemOptIn(args []string, system []string) ([]scopePattern, error) {
+// patterns whose name may use '*'. Which namespaces are system ones is
+// known once every option is read: checkSystemOptIn says whether they are.
+func parseSystemOptIn(args []string) ([]scopePattern, error) {
 	var out []scopePattern
 	for _, arg := range args {
 		p, exclude, err := parseScopePattern(arg)
@@ -82,12 +109,27 @@ func parseSystemOptIn(args []string, system []string) ([]scopePattern, error) {
 		if exclude {
 			return nil, fmt.Errorf("%q: system_fallback names what may fall back; leave the others out rather than excluding them", arg)
 		}
-		if !slices.Contains(system, p.namespace) && p != apiServerService {
-			return nil, fmt.Errorf("%q: %q is not a system namespace (%s): its imports fall back already", arg, p.namespace, strings.Join(system, ", "))
-		}
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// checkSystemOptIn checks that the namespace of each pattern of
+// system_fallback is spelled out (a wildcard there would opt in namespaces
+// nobody named) and is a system one, that the patterns system match; or
+// that the pattern is default/kubernetes.
+func checkSystemOptIn(optIn []scopePattern, system []string) error {
+	for _, p := range optIn {
+		arg := p.namespace + "/" + p.name
+		switch {
+		case p == apiServerService:
+		case strings.Contains(p.namespace, "*"):
+			return fmt.Errorf("%q: name the namespace itself, not %q: a wildcard there would opt in namespaces nobody named", arg, p.namespace)
+		case !isSystemNamespace(system, p.namespace):
+			return fmt.Errorf("%q: %q is not a system namespace (%s): its imports fall back already", arg, p.namespace, strings.Join(system, ", "))
+		}
+	}
+	return nil
 }
 
 // scopePattern is one NAMESPACE/NAME pattern.

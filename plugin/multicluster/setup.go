@@ -45,7 +45,7 @@ func setup(c *caddy.Controller) error {
 	c.OnStartup(func() error {
 		k, ok := dnsserver.GetConfig(c).Handler("kubernetes").(*kubernetes.Kubernetes)
 		if ok && k.APIConn != nil {
-			m.local = kubernetesServices{cache: k.APIConn, primaryZone: firstForwardZone(k.Zones)}
+			m.local = newKubernetesServices(k)
 			m.kube = k
 			m.endpointsKnown = kubernetesCachesEndpoints(k)
 		}
@@ -361,6 +361,14 @@ func parse(c *caddy.Controller) (*Multicluster, error) {
 	if m.systemOptIn != nil && len(m.Fallback) == 0 {
 		return nil, c.Errf("system_fallback applies to fallback zones: add fallback ZONE...")
 	}
+	if m.systemPatterns != nil && len(m.Fallback) == 0 {
+		return nil, c.Errf("system_namespaces applies to fallback zones: add fallback ZONE...")
+	}
+	// system_fallback names system namespaces, which system_namespaces,
+	// before or after it, says.
+	if err := checkSystemOptIn(m.systemOptIn, m.systemNamespaces()); err != nil {
+		return nil, errorAt(c, m.systemOptInLine, "system_fallback: %v", err)
+	}
 	if len(m.Fallback) > 0 {
 		m.scope = m.scope.withSystem(m.systemNamespaces(), m.systemOptIn)
 	}
@@ -446,11 +454,20 @@ func parseOption(c *caddy.Controller, m *Multicluster, option string) error {
 		if len(args) == 0 {
 			return c.Errf("system_fallback needs at least one pattern, such as kube-system/metrics-server")
 		}
-		optIn, err := parseSystemOptIn(args, m.systemNamespaces())
+		optIn, err := parseSystemOptIn(args)
 		if err != nil {
 			return c.Errf("system_fallback: %v", err)
 		}
-		m.systemOptIn = optIn
+		m.systemOptIn, m.systemOptInLine = optIn, c.Line()
+	case "system_namespaces":
+		if len(args) == 0 {
+			return c.Errf("system_namespaces needs at least one namespace or pattern, such as kube-* or openshift-*")
+		}
+		patterns, err := parseSystemNamespaces(args)
+		if err != nil {
+			return c.Errf("system_namespaces: %v", err)
+		}
+		m.systemPatterns = patterns
 	case "reverse_ranges":
 		if len(args) == 0 {
 			return c.Errf("reverse_ranges needs at least one CIDR, such as 10.96.0.0/12")
@@ -509,13 +526,24 @@ var podNamespace = func() string {
 	return strings.TrimSpace(string(b))
 }
 
-// systemNamespaces are the namespaces kept out of fallback zones: the
-// cluster's own, and the server's when known.
+// systemNamespaces are the patterns of the namespaces kept out of fallback
+// zones: those of system_namespaces, else the default ones, and the
+// server's own namespace when known.
 func (m *Multicluster) systemNamespaces() []string {
-	if m.ownNamespace == "" || slices.Contains(systemNamespaces, m.ownNamespace) {
-		return systemNamespaces
+	system := defaultSystemNamespaces
+	if m.systemPatterns != nil {
+		system = m.systemPatterns
 	}
-	return append(slices.Clip(systemNamespaces), m.ownNamespace)
+	if m.ownNamespace == "" || isSystemNamespace(system, m.ownNamespace) {
+		return system
+	}
+	return append(slices.Clip(system), m.ownNamespace)
+}
+
+// errorAt is c.Errf for the Corefile line line, for an option whose
+// arguments can only be judged once the options after it are read.
+func errorAt(c *caddy.Controller, line int, format string, args ...any) error {
+	return fmt.Errorf("%s:%d - Error during parsing: %s", c.File(), line, fmt.Sprintf(format, args...))
 }
 
 // normalizeZones turns zone arguments (names or CIDRs) into lower-case

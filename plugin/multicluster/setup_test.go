@@ -44,7 +44,8 @@ func TestParseEveryOption(t *testing.T) {
 		derived_prefix derived-
 		cluster_id East.Prod
 		fallback_scope shop/* !shop/internal-* */payments
-		system_fallback kube-system/metrics-* dns-system/probe
+		system_fallback kube-system/metrics-* dns-system/probe cattle-system/agent
+		system_namespaces kube-* openshift-* cattle-system kube-*
 		reverse_ranges 10.96.0.0/12 fd00:10:96::/112 10.96.0.0/12
 	}`
 	defer setPodNamespace("dns-system")()
@@ -79,8 +80,8 @@ func TestParseEveryOption(t *testing.T) {
 	want := &fallbackScope{
 		include: []scopePattern{{namespace: "shop", name: "*"}, {namespace: "*", name: "payments"}},
 		exclude: []scopePattern{{namespace: "shop", name: "internal-*"}},
-		system:  map[string]bool{"kube-system": true, "kube-public": true, "kube-node-lease": true, "dns-system": true},
-		optIn:   []scopePattern{{namespace: "kube-system", name: "metrics-*"}, {namespace: "dns-system", name: "probe"}},
+		system:  []string{"kube-*", "openshift-*", "cattle-system", "dns-system"},
+		optIn:   []scopePattern{{namespace: "kube-system", name: "metrics-*"}, {namespace: "dns-system", name: "probe"}, {namespace: "cattle-system", name: "agent"}},
 	}
 	if !reflect.DeepEqual(m.scope, want) {
 		t.Errorf("fallback_scope %+v, want %+v", m.scope, want)
@@ -114,8 +115,13 @@ func TestSystemNamespacesByDefault(t *testing.T) {
 		{"kube-system", "metrics-server", false},
 		{"kube-public", "x", false},
 		{"kube-node-lease", "x", false},
+		{"kube-flannel", "x", false},
+		{"openshift", "x", false},
+		{"openshift-monitoring", "prometheus-k8s", false},
+		{"openshiftx", "x", true},
+		{"my-openshift-apps", "x", true},
 		{"dns-system", "x", false},
-		{"kube-systemx", "x", true},
+		{"kubex", "x", true},
 		{"default", "kubernetes", false},
 		{"default", "kubernetes-dashboard", true},
 		{"shop", "cart", true},
@@ -146,6 +152,38 @@ func TestSystemNamespacesByDefault(t *testing.T) {
 	}
 	if !m.scope.allows("kube-system", "metrics-server") || m.scope.allows("kube-system", "other") {
 		t.Errorf("system_fallback kube-system/metrics-server: %+v", m.scope)
+	}
+	// A namespace a default pattern matches is opted in by its name.
+	m, err = parse(caddy.NewTestController("dns", "multicluster { \n fallback cluster.local \n system_fallback openshift-monitoring/thanos-* \n }"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.scope.allows("openshift-monitoring", "thanos-querier") || m.scope.allows("openshift-monitoring", "prometheus-k8s") {
+		t.Errorf("system_fallback openshift-monitoring/thanos-*: %+v", m.scope)
+	}
+	// system_namespaces replaces the default patterns; the server's own
+	// namespace and default/kubernetes stay system names.
+	m, err = parse(caddy.NewTestController("dns", "multicluster { \n fallback cluster.local \n system_fallback cattle-system/webhook \n system_namespaces cattle-* platform \n }"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		ns, name string
+		want     bool
+	}{
+		{"cattle-system", "agent", false},
+		{"cattle-system", "webhook", true},
+		{"cattle-fleet-system", "x", false},
+		{"platform", "x", false},
+		{"platformx", "x", true},
+		{"dns-system", "x", false},
+		{"default", "kubernetes", false},
+		{"kube-system", "metrics-server", true},
+		{"openshift-dns", "x", true},
+	} {
+		if got := m.scope.allows(tc.ns, tc.name); got != tc.want {
+			t.Errorf("system_namespaces cattle-* platform: allows %s/%s = %v, want %v", tc.ns, tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -221,8 +259,15 @@ func TestParseErrors(t *testing.T) {
 		{"multicluster {\n fallback cluster.local\n fallback_scope !!shop/*\n}", `fallback_scope: "!!shop/*"`},
 		{"multicluster {\n fallback_scope shop/*\n}", "fallback_scope applies to fallback zones"},
 		{"multicluster {\n fallback cluster.local\n system_fallback\n}", "Testfile:3 - Error during parsing: system_fallback needs at least one pattern"},
-		{"multicluster {\n fallback cluster.local\n system_fallback shop/cart\n}", `Testfile:3 - Error during parsing: system_fallback: "shop/cart": "shop" is not a system namespace (kube-system, kube-public, kube-node-lease)`},
-		{"multicluster {\n fallback cluster.local\n system_fallback kube-*/dns\n}", `"kube-*" is not a system namespace`},
+		{"multicluster {\n fallback cluster.local\n system_fallback shop/cart\n}", `Testfile:3 - Error during parsing: system_fallback: "shop/cart": "shop" is not a system namespace (kube-*, openshift, openshift-*)`},
+		{"multicluster {\n fallback cluster.local\n system_fallback kube-*/dns\n}", `Testfile:3 - Error during parsing: system_fallback: "kube-*/dns": name the namespace itself, not "kube-*"`},
+		// Judged against system_namespaces, given before or after.
+		{"multicluster {\n fallback cluster.local\n system_fallback kube-system/dns\n system_namespaces openshift-*\n}", `Testfile:3 - Error during parsing: system_fallback: "kube-system/dns": "kube-system" is not a system namespace (openshift-*)`},
+		{"multicluster {\n fallback cluster.local\n system_namespaces\n}", "Testfile:3 - Error during parsing: system_namespaces needs at least one namespace or pattern"},
+		{"multicluster {\n fallback cluster.local\n\n system_namespaces kube-* Kube-System\n}", `Testfile:4 - Error during parsing: system_namespaces: "Kube-System": "Kube-System" has 'K'`},
+		{"multicluster {\n fallback cluster.local\n system_namespaces kube-system/dns\n}", `system_namespaces: "kube-system/dns": "kube-system/dns" has '/'`},
+		{"multicluster {\n fallback cluster.local\n system_namespaces !kube-*\n}", `system_namespaces: "!kube-*": "!kube-*" has '!'`},
+		{"multicluster {\n system_namespaces kube-*\n}", "system_namespaces applies to fallback zones"},
 		{"multicluster {\n fallback cluster.local\n system_fallback !kube-system/dns\n}", `system_fallback: "!kube-system/dns": system_fallback names what may fall back`},
 		{"multicluster {\n fallback cluster.local\n system_fallback kube-system\n}", `system_fallback: "kube-system" is not NAMESPACE/NAME`},
 		{"multicluster {\n system_fallback kube-system/dns\n}", "system_fallback applies to fallback zones"},

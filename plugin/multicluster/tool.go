@@ -29,7 +29,7 @@ func ParseStanza(c *caddy.Controller) (*Multicluster, error) { return parse(c) }
 func (m *Multicluster) Start(cfg *rest.Config, k *kubernetes.Kubernetes, wait time.Duration) error {
 	m.config = cfg
 	if k != nil && k.APIConn != nil {
-		m.local = kubernetesServices{cache: k.APIConn, primaryZone: firstForwardZone(k.Zones)}
+		m.local = newKubernetesServices(k)
 		m.endpointsKnown = kubernetesCachesEndpoints(k)
 	}
 	if m.failover && !m.endpointsKnown {

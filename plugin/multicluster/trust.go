@@ -10,7 +10,7 @@ import (
 )
 
 // Who may make the plugin answer the reverse name of an address: the rules
-// of the trust model (README, "Trust model") that PTR answers follow.
+// of the trust model (docs/trust.md) that PTR answers follow.
 
 // defaultReverseRanges are the addresses whose reverse names the plugin
 // answers unless reverse_ranges names others: those no one can hold on the
@@ -106,14 +106,10 @@ func (c conflictChange) String() string {
 	return fmt.Sprintf("address %s is no longer claimed by imports of several namespaces: its reverse name is answered again", c.addr)
 }
 
-// conflictLog bounds what the log says about conflicts: an import that flaps
-// (a compromised controller rewriting it in a loop) would otherwise write a
-// line per flap. Each change is logged until logLimit lines were written in
-// a window; the rest are counted, and said in one line when the next change
-// comes in a later window. The gauge coredns_multicluster_reverse_conflicts
-// is always exact.
-type conflictLog struct {
-	mu         sync.Mutex
+// logWindow bounds the lines a log writes: at most limit in each window;
+// the rest are counted, and said in one line when the next line comes in a
+// later window.
+type logWindow struct {
 	window     time.Duration
 	limit      int
 	start      time.Time
@@ -122,7 +118,41 @@ type conflictLog struct {
 	now        func() time.Time
 }
 
-var conflictLogger = &conflictLog{window: time.Minute, limit: 20, now: time.Now}
+// roll starts a new window when the current one is over, and reports
+// whether it did, and how many lines the one before did not write.
+func (w *logWindow) roll() (rolled bool, suppressed int) {
+	now := w.now()
+	if now.Sub(w.start) < w.window {
+		return false, 0
+	}
+	suppressed = w.suppressed
+	w.start, w.lines, w.suppressed = now, 0, 0
+	return true, suppressed
+}
+
+// take reports whether one more line may be written in this window, and
+// counts it as suppressed when not.
+func (w *logWindow) take() bool {
+	if w.lines >= w.limit {
+		w.suppressed++
+		return false
+	}
+	w.lines++
+	return true
+}
+
+// conflictLog bounds what the log says about conflicts: an import that flaps
+// (a compromised controller rewriting it in a loop) would otherwise write a
+// line per flap. Each change is logged until logLimit lines were written in
+// a window; the rest are counted, and said in one line when the next change
+// comes in a later window. The gauge coredns_multicluster_reverse_conflicts
+// is always exact.
+type conflictLog struct {
+	mu sync.Mutex
+	logWindow
+}
+
+var conflictLogger = &conflictLog{logWindow: logWindow{window: time.Minute, limit: 20, now: time.Now}}
 
 // log logs the changes of conflicts a change of the import key made.
 func (l *conflictLog) log(key serviceKey, changes []conflictChange) {
@@ -131,18 +161,72 @@ func (l *conflictLog) log(key serviceKey, changes []conflictChange) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if now := l.now(); now.Sub(l.start) >= l.window {
-		if l.suppressed > 0 {
-			log.Warningf("%d more changes of addresses claimed by imports of several namespaces were not logged in the last %s", l.suppressed, l.window)
-		}
-		l.start, l.lines, l.suppressed = now, 0, 0
+	if _, n := l.roll(); n > 0 {
+		log.Warningf("%d more changes of addresses claimed by imports of several namespaces were not logged in the last %s", n, l.window)
 	}
 	for _, c := range changes {
-		if l.lines >= l.limit {
-			l.suppressed++
-			continue
+		if l.take() {
+			log.Warningf("ServiceImport %s: %s", key, c)
 		}
-		l.lines++
-		log.Warningf("ServiceImport %s: %s", key, c)
 	}
+}
+
+// localConflictLog bounds what the log says about addresses that a local
+// Service or endpoint holds and imports of another namespace claim. Those
+// are found when a PTR query asks (the local objects are the kubernetes
+// plugin's cache, whose changes the plugin does not follow), so each query
+// could log: an address is logged once a window, and at most limit
+// addresses are; the other queries are counted, and said in one line in a
+// later window. policy_decisions_total{rule="ptr_local_conflict"} counts
+// every query.
+type localConflictLog struct {
+	mu sync.Mutex
+	logWindow
+	// logged are the addresses logged in this window: at most limit.
+	logged map[netip.Addr]struct{}
+}
+
+var localConflictLogger = &localConflictLog{logWindow: logWindow{window: time.Minute, limit: 20, now: time.Now}}
+
+// log logs the conflict at addr, in the words of describe, unless it was
+// logged in this window, or the window's lines are spent. An address
+// logged already costs a map lookup and no allocation.
+func (l *localConflictLog) log(addr netip.Addr, describe func(netip.Addr) string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if rolled, n := l.roll(); rolled {
+		clear(l.logged)
+		if n > 0 {
+			log.Warningf("%d more PTR queries for local addresses claimed by imports of other namespaces were not logged in the last %s", n, l.window)
+		}
+	}
+	if _, ok := l.logged[addr]; ok {
+		return
+	}
+	if !l.take() {
+		return
+	}
+	if l.logged == nil {
+		l.logged = make(map[netip.Addr]struct{}, l.limit)
+	}
+	l.logged[addr] = struct{}{}
+	log.Warning(describe(addr))
+}
+
+// describeLocalConflict says who holds addr in the local cluster and which
+// namespaces' imports claim it too, for the log.
+func (m *Multicluster) describeLocalConflict(addr netip.Addr) string {
+	holder := "a local endpoint"
+	ip := addr.String()
+	if svcs := m.local.byClusterIP(ip); len(svcs) > 0 {
+		svc := svcs[0]
+		holder = fmt.Sprintf("the ClusterIP of the local Service %s/%s", svc.Namespace, svc.Name)
+		if imports := m.derivedImports(svc.Namespace, svc.Name); len(imports) > 0 {
+			holder += fmt.Sprintf(" (the derived Service of %v)", imports)
+		}
+	} else if eps, _ := m.local.byEndpointIP(ip); len(eps) > 0 {
+		holder = fmt.Sprintf("the address of a local endpoint of %s", eps[0].key)
+	}
+	claims := claimNamespaces(m.index.reverseLookup(addr, nil))
+	return fmt.Sprintf("address %s, %s, is claimed by imports of namespaces %s too: its reverse name is the cluster's own (passed on), no import's", addr, holder, strings.Join(claims, ", "))
 }

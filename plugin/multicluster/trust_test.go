@@ -110,22 +110,6 @@ func TestReverseConflictHeadless(t *testing.T) {
 	}
 }
 
-// TestDerivedServiceDecides: the derived Service's ClusterIP is its
-// import's, whatever another namespace claims, and a local Service's own
-// ClusterIP is the cluster's.
-func TestDerivedServiceDecides(t *testing.T) {
-	local := newFakeCluster()
-	local.add("demo", "derived-checkout", core.ServiceTypeClusterIP, true, "10.96.5.5")
-	local.add("kube-system", "kube-dns", core.ServiceTypeClusterIP, true, "10.96.0.10")
-	m, _ := newTestPlugin(t, []importDef{
-		{ns: "demo", name: "checkout", typ: "ClusterSetIP", derived: "derived-checkout"},
-		{ns: "aaa", name: "evil", typ: "ClusterSetIP", ips: []string{"10.96.5.5", "10.96.0.10"}},
-	}, nil)
-	m.local = local
-	checkCase(t, m, ptrCase("5.5.96.10.in-addr.arpa.", "checkout.demo.svc.clusterset.local."))
-	checkCase(t, m, ptrCase("10.0.96.10.in-addr.arpa.", ""))
-}
-
 // TestReverseRanges: addresses outside the ranges get no reverse name from
 // an import; by default no public address does, and the operator's ranges
 // replace the default.
@@ -166,26 +150,29 @@ func TestSystemNamespacesInFallback(t *testing.T) {
 	local := newFakeCluster()
 	m, next := newTestPlugin(t, nil, nil)
 	m.local, m.failover = local, true
-	m.scope = (*fallbackScope)(nil).withSystem(append(slices.Clone(systemNamespaces), "dns-system"), []scopePattern{{namespace: "kube-system", name: "metrics-server"}})
+	m.scope = (*fallbackScope)(nil).withSystem(append(slices.Clone(defaultSystemNamespaces), "dns-system"), []scopePattern{{namespace: "kube-system", name: "metrics-server"}})
 	m.sources.setScope(m.scope)
 	for _, d := range []importDef{
 		{ns: "kube-system", name: "kube-dns", typ: "ClusterSetIP", ips: []string{"10.42.9.1"}},
 		{ns: "kube-system", name: "down", typ: "ClusterSetIP", ips: []string{"10.42.9.2"}},
 		{ns: "dns-system", name: "probe", typ: "ClusterSetIP", ips: []string{"10.42.9.3"}},
 		{ns: "kube-system", name: "metrics-server", typ: "ClusterSetIP", ips: []string{"10.42.9.4"}},
+		{ns: "openshift-monitoring", name: "thanos-querier", typ: "ClusterSetIP", ips: []string{"10.42.9.6"}},
+		{ns: "kube-flannel", name: "probe", typ: "ClusterSetIP", ips: []string{"10.42.9.7"}},
 		{ns: "shop", name: "cart", typ: "ClusterSetIP", ips: []string{"10.42.9.5"}},
 	} {
 		setImport(t, m, d)
 	}
 	local.add("kube-system", "down", core.ServiceTypeClusterIP, false)
-	expectPassedOnCounted(t, m, next, "system_refused", "kube-dns.kube-system.svc.cluster.local.", "down.kube-system.svc.cluster.local.", "probe.dns-system.svc.cluster.local.")
+	expectPassedOnCounted(t, m, next, "system_refused", "kube-dns.kube-system.svc.cluster.local.", "down.kube-system.svc.cluster.local.", "probe.dns-system.svc.cluster.local.",
+		"thanos-querier.openshift-monitoring.svc.cluster.local.", "probe.kube-flannel.svc.cluster.local.")
 	checkCase(t, m, aCase("kube-dns.kube-system.svc.clusterset.local.", "10.42.9.1"))
 	checkCase(t, m, aCase("metrics-server.kube-system.svc.cluster.local.", "10.42.9.4"))
 	checkCase(t, m, aCase("cart.shop.svc.cluster.local.", "10.42.9.5"))
 
 	m.ownNamespace = "dns-system"
 	e := m.Explain(new(dns.Msg).SetQuestion("kube-dns.kube-system.svc.cluster.local.", dns.TypeA))
-	if steps := strings.Join(e.Steps, "\n"); e.Handled || !strings.Contains(steps, "kube-system is a system namespace (kube-system, kube-public, kube-node-lease, dns-system)") {
+	if steps := strings.Join(e.Steps, "\n"); e.Handled || !strings.Contains(steps, "kube-system is a system namespace (kube-*, openshift, openshift-*, dns-system)") {
 		t.Errorf("explain (handled %v) does not say why:\n%s", e.Handled, steps)
 	}
 }
@@ -195,7 +182,7 @@ func TestSystemNamespacesInFallback(t *testing.T) {
 func TestConflictLogBounded(t *testing.T) {
 	logged := captureLog(t)
 	now := time.Unix(1000, 0)
-	l := &conflictLog{window: time.Minute, limit: 3, now: func() time.Time { return now }}
+	l := &conflictLog{logWindow: logWindow{window: time.Minute, limit: 3, now: func() time.Time { return now }}}
 	key := serviceKey{namespace: "aaa", name: "evil"}
 	flap := []conflictChange{{addr: mustAddr("10.42.0.10"), namespaces: []string{"aaa", "demo"}}}
 	for range 10 {

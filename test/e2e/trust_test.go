@@ -25,7 +25,7 @@ import (
 // writes try to change what a name or an address of another namespace, of
 // kube-system, of the cluster's own Services or a public address answers,
 // or to exhaust the server. Every row is a subtest of TestHostileObjects,
-// listed in the plugin's README ("Trust model"). Each attempt must fail,
+// listed in docs/trust.md. Each attempt must fail,
 // and the server must go on answering everything else.
 
 // trustSuite is the servers and the victim's objects the rows share.
@@ -271,9 +271,18 @@ func (s *trustSuite) claimClusterSetIP(t *testing.T) {
 
 func (s *trustSuite) claimDerivedAddress(t *testing.T) {
 	ns := attacker(t)
+	before := metricSum(t, s.with.metrics, "coredns_multicluster_policy_decisions_total", `rule="ptr_local_conflict"`)
 	s.hostileImport(t, newImport(ns, "evil", s.web, "10.250.9.10"))
-	// The derived Service decides: the address stays web's.
-	expectPTR(t, s.with.server, s.web, "web."+s.victim+".svc.clusterset.local.")
+	// Contested: neither import's name answers, but the cluster's own,
+	// the derived Service's, as without the plugin (a Service of the
+	// attacker's could hold a ClusterSetIP of the victim's just as well:
+	// TestReverseNamesAcrossNamespaces).
+	expectSameAnswers(t, s.with.server, s.without, []question{{reverse(t, s.web), dns.TypePTR}})
+	expectPTR(t, s.with.server, s.web, "derived-web."+s.victim+".svc.cluster.local.")
+	if got := metricSum(t, s.with.metrics, "coredns_multicluster_policy_decisions_total", `rule="ptr_local_conflict"`); got <= before {
+		t.Errorf("ptr_local_conflict %v, was %v: the conflict was not counted", got, before)
+	}
+	expectPTR(t, s.with.server, "10.250.9.10", "evil."+ns+".svc.clusterset.local.")
 }
 
 func (s *trustSuite) claimWithV1alpha1(t *testing.T) {
