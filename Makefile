@@ -80,6 +80,13 @@ NORACE := CGO_ENABLED=0 $(GO) test -trimpath -count=1
 # want node cluster 0 (test/node's lock), and this order runs them apart.
 TEST_FIRST := ./test/swap/ ./test/e2e/ ./test/release/
 
+# The tests that bound the CPU of a query and of an event at the API
+# server's limits check nothing under the race detector, which slows every
+# memory access: they run again without it. Then a short run of the fuzzer
+# over such objects (its corpus: plugin/multicluster/testdata/fuzz).
+HOSTILE_TESTS := Hostile|SmallEvent
+FUZZTIME ?= 15s
+
 test: ## unit tests (race detector on the plugin), then integration and end-to-end tests against a real API server
 	@set -euo pipefail; mkdir -p build; \
 	setsid bash test/testbin/build.sh --env $(TESTBIN_SETS) >build/testbin.env 2>build/testbin.log & testbin=$$!; \
@@ -88,6 +95,8 @@ test: ## unit tests (race detector on the plugin), then integration and end-to-e
 	trap 'kill -- -$$testbin 2>/dev/null; kill -- -$$later 2>/dev/null; true' EXIT; \
 	$(MAKE) --no-print-directory build; \
 	$(GO) test -race -count=1 ./plugin/... ./internal/...; \
+	$(NORACE) -run '$(HOSTILE_TESTS)' ./plugin/multicluster/; \
+	$(GO) test -run '^$$' -fuzz FuzzHostileObjects -fuzztime $(FUZZTIME) ./plugin/multicluster/; \
 	$(NORACE) ./coredns/...; \
 	wait $$testbin || { cat build/testbin.log >&2; echo "building the test binaries ($(TESTBIN_SETS)) failed" >&2; exit 1; }; \
 	set -a; . build/testbin.env; set +a; \
