@@ -62,7 +62,7 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "capped_answers_total",
-		Help:      "Answers cut to a subset of their records because the whole would not fit a DNS message over TCP (64 KiB), by query type.",
+		Help:      "Answers cut to a subset of their records because the whole would not fit a DNS message over TCP (more than 2,000 records in a section, or 64 KiB), by query type.",
 	}, []string{"server", "type"})
 
 	objects = promauto.NewGaugeVec(prometheus.GaugeOpts{

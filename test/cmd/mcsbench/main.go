@@ -66,6 +66,9 @@ type config struct {
 	pin         bool
 	timeout     time.Duration
 	hopOnly     bool
+	hostile     bool
+	hostileOnly bool
+	hostileBase string
 	outageOnly  bool
 	scale       bool
 	scaleOnly   bool
@@ -100,6 +103,9 @@ func run() error {
 	flag.StringVar(&c.profileDir, "profile-dir", "build/bench-profiles", "keep the CPU profiles in `DIR` (empty: discard them)")
 	flag.BoolVar(&c.pin, "pin", true, "pin coredns to CPU 0 and dnsperf to CPU 1 during throughput rounds, and the Go benchmarks to CPU 1")
 	flag.DurationVar(&c.timeout, "timeout", 45*time.Minute, "give up after this long")
+	flag.BoolVar(&c.hostile, "hostile", true, "with the Go benchmarks, compare the hostile-object benchmarks with -hostile-base (the Hostile objects section)")
+	flag.BoolVar(&c.hostileOnly, "hostile-only", false, "measure only the Hostile objects section, and write it into -out in place of that section there")
+	flag.StringVar(&c.hostileBase, "hostile-base", "ddf250d", "the revision the hostile-object benchmarks are compared with")
 	flag.BoolVar(&c.hopOnly, "hop-only", false, "measure only the extra hop of the standalone install (with -n objects), and no Go benchmarks")
 	flag.BoolVar(&c.outageOnly, "outage-only", false, "measure only the cluster DNS with kubectl mcs front's configuration while the standalone server is away, and no Go benchmarks")
 	flag.BoolVar(&c.scale, "scale", true, "measure the scale section (a synthetic ClusterSet on an API server of its own) after everything else")
@@ -129,8 +135,8 @@ func run() error {
 		}
 	}
 	for _, tool := range []string{"dnsperf", "taskset"} {
-		if c.scaleOnly || c.churnOnly {
-			break // the scale section asks with its own client
+		if c.scaleOnly || c.churnOnly || c.hostileOnly {
+			break // the scale section asks with its own client; the hostile one asks nothing
 		}
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s is needed (apt-get install -y dnsperf util-linux): %w", tool, err)
@@ -179,6 +185,16 @@ func run() error {
 		if len(old) > 0 {
 			report = spliceSubsection(string(old), "Churn at scale", sub.String())
 		}
+	} else if c.hostileOnly && runErr == nil {
+		old, err := os.ReadFile(out)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		var section strings.Builder
+		b.res.hostile.write(func(format string, args ...any) { fmt.Fprintf(&section, format, args...) })
+		if len(old) > 0 {
+			report = spliceHeading(string(old), "Hostile objects", "Churn", section.String())
+		}
 	} else if c.scaleOnly && runErr == nil {
 		// The other sections stay as the last whole run wrote them.
 		old, err := os.ReadFile(out)
@@ -226,6 +242,10 @@ func (b *bench) run(ctx context.Context) error {
 	if b.cfg.scaleOnly {
 		return b.scaleRun(ctx)
 	}
+	if b.cfg.hostileOnly {
+		b.res.hostile = measureHostile(ctx, b.root, b.cfg.hostileBase, b.cfg.benchCount)
+		return b.res.hostile.err
+	}
 
 	// The measurements against the API server come first, in order of
 	// importance, so that an interrupted run still reports the main ones;
@@ -256,6 +276,13 @@ func (b *bench) run(ctx context.Context) error {
 		b.res.goBenches = append(b.res.goBenches, runGoBench(ctx, b.root, "./plugin/multicluster/", "LookupDuringChurn", b.cfg.benchCount, ""))
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if b.cfg.hostile {
+			b.phase("Go benchmarks, hostile objects against " + b.cfg.hostileBase)
+			b.res.hostile = measureHostile(ctx, b.root, b.cfg.hostileBase, b.cfg.benchCount)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 		}
 	}
 	if b.cfg.scale && b.cfg.api && !b.cfg.hopOnly && !b.cfg.outageOnly {

@@ -10,6 +10,7 @@ import (
 // results is everything a run measured.
 type results struct {
 	cfg               config
+	hostile           *hostileResult
 	args              []string
 	extraFlags        []string
 	started, finished time.Time
@@ -201,6 +202,9 @@ func (r *results) markdown() string {
 	r.writeMemory(p)
 	r.writePropagation(p)
 	r.writeGoBench(p)
+	if r.hostile != nil {
+		r.hostile.write(p)
+	}
 	r.writeChurn(p)
 	r.writeProfiles(p)
 	r.writeScale(p)
