@@ -273,15 +273,10 @@ func specialIP(ip net.IP) string {
 	if len(ip) != net.IPv6len {
 		return "not an IP address"
 	}
+	if why := specialInEveryFamily(ip); why != "" {
+		return why
+	}
 	switch {
-	case ip.IsUnspecified():
-		return "the unspecified address"
-	case ip.IsLoopback():
-		return "a loopback address"
-	case ip.IsLinkLocalUnicast():
-		return "a link-local address"
-	case ip.IsMulticast():
-		return "a multicast address"
 	case hasPrefix(ip, ipv4Compatible[:]):
 		// ::a.b.c.d, deprecated by RFC 4291 (2.5.5.1): no Service or pod
 		// has one, and a stack that still routes it sends it to a.b.c.d.
@@ -306,21 +301,32 @@ func specialIP(ip net.IP) string {
 	return ""
 }
 
-// specialIPv4 is specialIP of a 4-byte IPv4 address.
-func specialIPv4(ip net.IP) string {
+// specialInEveryFamily says why ip, of either family, is an address that
+// the API server refuses in EndpointSlices, or multicast, or returns "".
+func specialInEveryFamily(ip net.IP) string {
 	switch {
 	case ip.IsUnspecified():
 		return "the unspecified address"
-	case ip[0] == 0:
-		// 0.0.0.0/8, "this host on this network": never a destination
-		// (RFC 6890).
-		return "an address of 0.0.0.0/8 (this network)"
 	case ip.IsLoopback():
 		return "a loopback address"
 	case ip.IsLinkLocalUnicast():
 		return "a link-local address"
 	case ip.IsMulticast():
 		return "a multicast address"
+	}
+	return ""
+}
+
+// specialIPv4 is specialIP of a 4-byte IPv4 address.
+func specialIPv4(ip net.IP) string {
+	if why := specialInEveryFamily(ip); why != "" {
+		return why
+	}
+	switch {
+	case ip[0] == 0:
+		// 0.0.0.0/8, "this host on this network": never a destination
+		// (RFC 6890).
+		return "an address of 0.0.0.0/8 (this network)"
 	case ip.Equal(net.IPv4bcast):
 		return "the broadcast address"
 	case ip.Equal(alibabaMetadata):

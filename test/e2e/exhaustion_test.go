@@ -167,13 +167,21 @@ func (s *trustSuite) sliceAtTheLimits(t *testing.T) {
 	limitSlice(t, ns, "big", "c1", "big-c1", 1000, 252, limitPorts(20000, 0))
 	name := "big." + ns + ".svc.clusterset.local."
 	expectAddresses(t, s.with.server, "host-999.c1."+name, dns.TypeA, 5*propagation, "10.252.3.250")
-	questions := []question{{name, dns.TypeSRV}, {"_p7._tcp." + name, dns.TypeSRV}, {name, dns.TypeA}}
+	s.hammerBoth(t, stop, 1, 1000, question{name, dns.TypeSRV}, question{"_p7._tcp." + name, dns.TypeSRV}, question{name, dns.TypeA})
+}
+
+// hammerBoth asks the attacker's names of the suite's server while the
+// victim is asked (until stop), checks that a change of the victim's shows
+// within victimDelay (probe n), then asks them of a fresh server, whose
+// memory must stay within the rule for the attacker's endpoints.
+func (s *trustSuite) hammerBoth(t *testing.T, stop func(), n, endpoints int, questions ...question) {
+	t.Helper()
 	hammer(t, s.with.server, 5, questions...)
 	stop()
-	s.victimSeesChanges(t, 1)
+	s.victimSeesChanges(t, n)
 	fresh := s.freshServer(t)
 	hammer(t, fresh.server, 5, questions...)
-	withinMemoryRule(t, fresh, 10, 1000)
+	withinMemoryRule(t, fresh, 10, endpoints)
 }
 
 // importAtTheLimits: a ClusterSetIP import of 20,000 ports (about 1 MiB).
@@ -187,13 +195,7 @@ func (s *trustSuite) importAtTheLimits(t *testing.T) {
 	stop := s.keepAsking(t, "checkout."+s.victim+".svc.clusterset.local.", victimVIP)
 	s.hostileImport(t, si)
 	name := "ports." + ns + ".svc.clusterset.local."
-	questions := []question{{name, dns.TypeSRV}, {"_p19999._tcp." + name, dns.TypeSRV}}
-	hammer(t, s.with.server, 5, questions...)
-	stop()
-	s.victimSeesChanges(t, 2)
-	fresh := s.freshServer(t)
-	hammer(t, fresh.server, 5, questions...)
-	withinMemoryRule(t, fresh, 10, 0)
+	s.hammerBoth(t, stop, 2, 0, question{name, dns.TypeSRV}, question{"_p19999._tcp." + name, dns.TypeSRV})
 }
 
 // slicesOfDistinctPorts: three slices of 20,000 ports each, all different,
