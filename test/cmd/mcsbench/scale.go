@@ -750,17 +750,5 @@ func lat(l latencyStats) string {
 // spliceSection returns doc with its "## Scale" section replaced by section
 // (or section added before "## Load average by phase", or at the end).
 func spliceSection(doc, section string) string {
-	const head = "## Scale\n"
-	if i := strings.Index(doc, head); i >= 0 {
-		rest := doc[i+len(head):]
-		j := strings.Index(rest, "\n## ")
-		if j < 0 {
-			return doc[:i] + section
-		}
-		return doc[:i] + section + rest[j+1:]
-	}
-	if i := strings.Index(doc, "## Load average by phase"); i >= 0 {
-		return doc[:i] + section + doc[i:]
-	}
-	return doc + "\n" + section
+	return spliceHeading(doc, "Scale", "Load average by phase", section)
 }
