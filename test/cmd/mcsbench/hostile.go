@@ -105,6 +105,23 @@ func (h *hostileResult) write(p func(string, ...any)) {
 		}
 		p("| `%s` | %s | %s | %s | %s | %s |\n", strings.TrimPrefix(name, "Benchmark"), fmtNs(before, ok), fmtBytes(prevB[name], ok), fmtNs(afterNs[name], true), fmtBytes(afterB[name], true), ratio)
 	}
+	// The targets, against this tree's worst query and event.
+	var queryNs, queryB, eventNs float64
+	for _, name := range names {
+		switch {
+		case strings.HasPrefix(name, "BenchmarkHostileQuery/"):
+			queryNs, queryB = max(queryNs, afterNs[name]), max(queryB, afterB[name])
+		case strings.HasPrefix(name, "BenchmarkHostileEvent/"):
+			eventNs = max(eventNs, afterNs[name])
+		}
+	}
+	met := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "**missed**"
+	}
+	p("\nThe worst query of this tree: %s and %s (targets 5 ms and 4 MiB: %s); the worst event: %s (target 50 ms: %s). Times are the wall time of one goroutine on a quiet machine: near its CPU time, and never below it.\n", fmtNs(queryNs, true), fmtBytes(queryB, true), met(queryNs <= 5e6 && queryB <= 4<<20), fmtNs(eventNs, true), met(eventNs <= 50e6))
 	p("\n`%s` (this tree), and once at %s:\n\n```\n%s\n```\n\n```\n%s\n```\n\n", h.after.cmd, h.baseCommit, strings.Join(h.after.lines, "\n"), strings.Join(h.prev.lines, "\n"))
 }
 
@@ -126,8 +143,10 @@ func fmtBytes(b float64, ok bool) string {
 		return "-"
 	case b >= 1<<20:
 		return fmt.Sprintf("%.1f MiB", b/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.0f KiB", b/(1<<10))
 	}
-	return fmt.Sprintf("%.0f KiB", b/(1<<10))
+	return fmt.Sprintf("%.0f B", b)
 }
 
 // spliceHeading puts section in place of the section headed "## heading"
