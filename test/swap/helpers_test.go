@@ -484,6 +484,20 @@ func (r lookupResults) count(name, label string, start, end float64, want string
 	return total, failed
 }
 
+// longestGap returns the longest time within [start, end] in which the
+// client labelled label returned no lookup of name: from start to the
+// first, between two, or from the last to end.
+func (r lookupResults) longestGap(name, label string, start, end float64) float64 {
+	gap, prev := 0.0, start
+	for _, l := range r {
+		if l.name != name || l.proto != label || l.at < start || l.at > end {
+			continue
+		}
+		gap, prev = max(gap, l.at-prev), max(prev, l.at)
+	}
+	return max(gap, end-prev)
+}
+
 // last returns when the last lookup of name over UDP within [start, end]
 // that answered want (ok) or did not (!ok) returned; start if none did.
 func (r lookupResults) last(name string, start, end float64, ok bool, want string) float64 {

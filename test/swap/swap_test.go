@@ -40,6 +40,11 @@ const (
 	oldPodsGone = 2 * time.Minute
 )
 
+// maxLookupGap is the longest a lookups client may go without a lookup
+// returning while a phase lasts: dig's timeout of 2 s, and room for a busy
+// machine to start the next.
+const maxLookupGap = 5.0
+
 func TestSwapCoreDNS(t *testing.T) {
 	node.Require(t)
 	root, err := testbin.RepoRoot()
@@ -171,8 +176,13 @@ func TestSwapCoreDNS(t *testing.T) {
 			total, failed := results.count(c.name, c.label, phase.start, phase.end, want[c.name])
 			t.Logf("%s (%.1fs): %s %s: %d lookups, %d failed%s", phase.name, phase.end-phase.start, c.name, c.what,
 				total, len(failed), failureList(failed))
-			if total < 20 {
-				t.Errorf("%s: only %d lookups of %s %s: the pod did not keep asking", phase.name, total, c.name, c.what)
+			// The pod kept asking throughout: a lookup returns at most
+			// dig's 2 s after it began, and the pod's shell starts the
+			// next within moments, which on a busy machine may be a few
+			// seconds. (A count of lookups says the same only on an idle
+			// machine.)
+			if gap := results.longestGap(c.name, c.label, phase.start, phase.end); gap > maxLookupGap {
+				t.Errorf("%s: no lookup of %s %s returned for %.1fs (of %d in %.1fs): the pod did not keep asking", phase.name, c.name, c.what, gap, total, phase.end-phase.start)
 			}
 			if c.name != localName || len(failed) == 0 {
 				continue
