@@ -245,14 +245,10 @@ func TestMemoryReturnsAfterHostileObjects(t *testing.T) {
 	}
 	// The runtime runs the cleanups that drop the lists' entries after a
 	// collection, on a goroutine of its own.
-	deadline := time.Now().Add(10 * time.Second)
-	for sharedLists() > 0 && time.Now().Before(deadline) {
+	waitFor(t, 10*time.Second, "the shared port lists of the imports to go", func() bool {
 		liveHeap()
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := sharedLists(); n > 0 {
-		t.Errorf("%d shared port lists of the imports after they went, want none", n)
-	}
+		return sharedLists() == 0
+	})
 	if after := liveHeap(); after > before+1<<20 {
 		t.Errorf("live heap %d KiB after the imports went, %d KiB before: want at most 1 MiB more", after>>10, before>>10)
 	}

@@ -139,30 +139,12 @@ func TestImportSpecGoCannotDecode(t *testing.T) {
 // spec.ports[].port as an integer or a string.
 func loosenImportPorts(t *testing.T, cp *controlplane.ControlPlane) {
 	t.Helper()
-	crds, err := controlplane.MCSCRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, crd := range crds {
-		if !strings.HasPrefix(crd.GetName(), "serviceimports.") {
-			continue
-		}
-		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-		for _, v := range versions {
-			port := []string{"schema", "openAPIV3Schema", "properties", "spec", "properties", "ports", "items", "properties", "port"}
-			if err := unstructured.SetNestedField(v.(map[string]any), map[string]any{"x-kubernetes-int-or-string": true}, port...); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"); err != nil {
+	port := []string{"schema", "openAPIV3Schema", "properties", "spec", "properties", "ports", "items", "properties", "port"}
+	editImportCRDVersions(t, cp, func(version map[string]any) {
+		if err := unstructured.SetNestedField(version, map[string]any{"x-kubernetes-int-or-string": true}, port...); err != nil {
 			t.Fatal(err)
 		}
-		if err := cp.ApplyCRDs(context.Background(), crd); err != nil {
-			t.Fatalf("loosening the ServiceImport CRD: %v", err)
-		}
-		return
-	}
-	t.Fatal("no ServiceImport CRD")
+	})
 }
 
 // createImportWithStringPort creates a ClusterSetIP import whose port is the

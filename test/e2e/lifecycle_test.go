@@ -36,6 +36,17 @@ rules:
 // version) but no longer served.
 func serveOnlyV1beta1(t *testing.T, cp *controlplane.ControlPlane) {
 	t.Helper()
+	editImportCRDVersions(t, cp, func(version map[string]any) {
+		alpha := version["name"] == "v1alpha1"
+		version["served"] = !alpha
+		version["storage"] = !alpha
+	})
+}
+
+// editImportCRDVersions applies mcs-api's ServiceImport CRD with edit made
+// to each of its versions.
+func editImportCRDVersions(t *testing.T, cp *controlplane.ControlPlane, edit func(version map[string]any)) {
+	t.Helper()
 	crds, err := controlplane.MCSCRDs()
 	if err != nil {
 		t.Fatal(err)
@@ -49,16 +60,13 @@ func serveOnlyV1beta1(t *testing.T, cp *controlplane.ControlPlane) {
 			t.Fatal(err)
 		}
 		for _, v := range versions {
-			version := v.(map[string]any)
-			alpha := version["name"] == "v1alpha1"
-			version["served"] = !alpha
-			version["storage"] = !alpha
+			edit(v.(map[string]any))
 		}
 		if err := unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"); err != nil {
 			t.Fatal(err)
 		}
 		if err := cp.ApplyCRDs(context.Background(), crd); err != nil {
-			t.Fatal(err)
+			t.Fatalf("applying the edited ServiceImport CRD: %v", err)
 		}
 		return
 	}
