@@ -27,7 +27,8 @@ var stockCoreDNS = sync.OnceValues(func() (string, error) {
 
 // recordingResolver stands for the upstream resolver of the cluster's DNS
 // (/etc/resolv.conf of its pods): it answers every query NXDOMAIN, but A
-// of example.org. and the names below it, 192.0.2.1, and keeps every name
+// of example.org. and the names below it, 192.0.2.1 (NODATA for their other
+// types), and keeps every name
 // it was asked.
 type recordingResolver struct {
 	addr  string
@@ -45,10 +46,14 @@ func startRecordingResolver(t *testing.T) *recordingResolver {
 		r.names = append(r.names, strings.ToLower(q.Question[0].Name))
 		r.mu.Unlock()
 		m := new(dns.Msg)
-		if name := strings.ToLower(q.Question[0].Name); (name == "example.org." || strings.HasSuffix(name, ".example.org.")) && q.Question[0].Qtype == dns.TypeA {
+		if name := strings.ToLower(q.Question[0].Name); name == "example.org." || strings.HasSuffix(name, ".example.org.") {
+			// NODATA for other types: a C library's getaddrinfo asks A
+			// and AAAA, and takes an NXDOMAIN for either as the name's.
 			m.SetReply(q)
-			rr, _ := dns.NewRR(q.Question[0].Name + " 300 IN A 192.0.2.1")
-			m.Answer = []dns.RR{rr}
+			if q.Question[0].Qtype == dns.TypeA {
+				rr, _ := dns.NewRR(q.Question[0].Name + " 300 IN A 192.0.2.1")
+				m.Answer = []dns.RR{rr}
+			}
 		} else {
 			m.SetRcode(q, dns.RcodeNameError)
 		}

@@ -14,12 +14,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/cresolve"
 )
 
 // importImages builds the pause and dnsutils images and imports them, and
@@ -136,12 +136,7 @@ func buildPauseImage(ctx context.Context, dir string) (string, error) {
 	return archive, ociimage.WriteArchive(archive, PauseImage, img)
 }
 
-// resolveSource is the C program of MuslResolver and GlibcResolver.
-//
-//go:embed testdata/resolve.c
-var resolveSource []byte
-
-// The resolvers of the dnsutils image: testdata/resolve.c, which prints
+// The resolvers of the dnsutils image: test/internal/cresolve/testdata/resolve.c, which prints
 // what getaddrinfo returns for each name, built against each C library that
 // pods' programs use (Alpine's and Debian's, for two), so that a test can
 // look names up as applications do, through the pod's /etc/resolv.conf.
@@ -155,50 +150,13 @@ const (
 	GlibcResolver = "/usr/bin/resolve-glibc"
 )
 
-// buildResolvers compiles resolveSource with musl-gcc (static) and gcc,
-// cached, as the pause binary is, by the hash of the source, the compiler's
-// version and the flags. It returns the two binaries' paths.
+// buildResolvers builds the resolvers (cresolve.Build) in the node cache.
 func buildResolvers(ctx context.Context) (musl, glibc string, err error) {
 	cache, err := cacheDir()
 	if err != nil {
 		return "", "", err
 	}
-	build := func(compiler string, flags ...string) (string, error) {
-		version, err := exec.CommandContext(ctx, compiler, "--version").Output()
-		if err != nil {
-			return "", fmt.Errorf("%s: %w", compiler, err)
-		}
-		sum := sha256.Sum256([]byte(string(resolveSource) + "\x00" + compiler + "\x00" + string(version) + "\x00" + strings.Join(flags, " ")))
-		binary := filepath.Join(cache, "resolve-"+compiler+"-"+hex.EncodeToString(sum[:8]))
-		if _, err := os.Stat(binary); err == nil {
-			return binary, nil
-		}
-		work, err := os.MkdirTemp(cache, "resolve-*.tmp")
-		if err != nil {
-			return "", err
-		}
-		defer os.RemoveAll(work)
-		src := filepath.Join(work, "resolve.c")
-		if err := os.WriteFile(src, resolveSource, 0o644); err != nil {
-			return "", err
-		}
-		out := filepath.Join(work, "resolve")
-		args := append(slices.Clone(flags), "-o", out, src)
-		if msg, err := exec.CommandContext(ctx, compiler, args...).CombinedOutput(); err != nil {
-			return "", fmt.Errorf("%s %s: %w: %s", compiler, strings.Join(args, " "), err, msg)
-		}
-		return binary, os.Rename(out, binary)
-	}
-	if musl, err = build("musl-gcc", "-O2", "-static", "-Wall", "-Werror"); err != nil {
-		return "", "", err
-	}
-	if err := checkStatic(musl); err != nil {
-		return "", "", err
-	}
-	if glibc, err = build("gcc", "-O2", "-Wall", "-Werror"); err != nil {
-		return "", "", err
-	}
-	return musl, glibc, nil
+	return cresolve.Build(ctx, cache)
 }
 
 // busyboxApplets are the commands of the dnsutils image besides dig (httpd

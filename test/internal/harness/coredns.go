@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -157,4 +159,53 @@ func HTTPOK(url string) bool {
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+// StockCoreDNS returns stock CoreDNS at version ("v1.13.1"): its own main
+// package built from the module github.com/coredns/coredns at that version,
+// with the dependency versions of that release's go.mod (go install
+// pkg@version), as a platform ships it. It is cached under
+// ~/.cache/coredns-mcs/stock-coredns by version and Go toolchain; a build
+// holds a lock, so that parallel test processes build it once.
+func StockCoreDNS(version string) (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	goVersion, err := exec.Command("go", "env", "GOVERSION").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOVERSION: %w", err)
+	}
+	dir := filepath.Join(base, "coredns-mcs", "stock-coredns", version+"-"+strings.TrimSpace(string(goVersion)))
+	bin := filepath.Join(dir, "coredns")
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
+	}
+	tmp, err := os.MkdirTemp(dir, "build-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.Command("go", "install", "-trimpath", "-ldflags=-s -w", "github.com/coredns/coredns@"+version)
+	// Outside this module, so that the release's own go.mod decides.
+	cmd.Dir = tmp
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOBIN="+tmp, "GOFLAGS=")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go install github.com/coredns/coredns@%s: %w\n%s", version, err, msg)
+	}
+	return bin, os.Rename(filepath.Join(tmp, "coredns"), bin)
 }
