@@ -254,13 +254,22 @@ func (o Options) validate() error {
 }
 
 // ServiceNamePattern is the view expression's regular expression: a name
-// of domain with two labels or more before "svc.DOMAIN.", the shape of a
-// service name (svc.ns.svc.DOMAIN) and of every name below one (ports,
-// hosts, clusters). Names are compared lowercased (the view plugin's
-// name()).
+// of domain with two labels before "svc.DOMAIN." (the shape of a service
+// name, svc.ns.svc.DOMAIN), or four or more (the names below one that hold
+// records: _port._proto.svc.ns and host.cluster.svc.ns, a cluster id of one
+// label or several). Names of three labels (cluster.svc.ns) hold no records
+// (the MCS DNS specification, 2.3.4 and 2.4.4), and are the shape of the
+// search-path expansion NAME.NS.svc.DOMAIN of every external name with one
+// dot (example.com) and NAME.svc.DOMAIN of every one with two
+// (www.example.com): the front's own kubernetes plugin answers them
+// (NXDOMAIN), which halves the names of a pod's external lookup that
+// reach coredns-mcs, and the cost of its outages on a CoreDNS without
+// forward's read_timeout. Names are compared lowercased (the view
+// plugin's name()). It has no braces, which a Corefile would take for a
+// block.
 func ServiceNamePattern(domain string) string {
 	quoted := strings.ReplaceAll(strings.TrimSuffix(strings.ToLower(domain), "."), ".", "[.]")
-	return `^([^.]+[.])+[^.]+[.]svc[.]` + quoted + `[.]$`
+	return `^([^.]+[.][^.]+[.]([^.]+[.])*)?[^.]+[.][^.]+[.]svc[.]` + quoted + `[.]$`
 }
 
 // Servers returns the server blocks the front needs, in order: the view

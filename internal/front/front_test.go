@@ -29,6 +29,11 @@ func TestServicePattern(t *testing.T) {
 		"_http._tcp.web.ns.svc.cluster.local.":                true,
 		"host.east.prod.web.ns.svc.cluster.local.":            true,
 		"example.com.svc.cluster.local.":                      true, // the shape of svc "example" in namespace "com"
+		"example.com.ns.svc.cluster.local.":                   false, // three labels: no records below a service
+		"east.web.ns.svc.cluster.local.":                      false,
+		"www.example.com.svc.cluster.local.":                  false,
+		"www.example.com.ns.svc.cluster.local.":               true, // the shape of host.cluster.svc.ns
+		"a.b.c.d.e.f.svc.cluster.local.":                      true,
 		"ns.svc.cluster.local.":                               false,
 		"svc.cluster.local.":                                  false,
 		"example.com.cluster.local.":                          false,

@@ -291,12 +291,13 @@ func checkFront(t *testing.T, front, plain *server, standalone *standaloneServer
 		t.Logf("%s: NXDOMAIN in %s", name, took.Round(time.Microsecond))
 	}
 
-	// A pod's search-path miss (ndots:5 tries example.org.NS.svc.cluster.local
-	// first): the standalone server is asked once; the second time the
-	// front's cache answers it. The standalone server counts a request
-	// after it answered, so its count is awaited; the front's cache counts
-	// a hit before it answers, so its count is read at once.
-	miss := "example-" + recipe + ".org." + ns + ".svc.cluster.local."
+	// A pod's search-path miss of the shape of a host name below a service
+	// (ndots:5 tries www.example.org.NS.svc.cluster.local first): the
+	// standalone server is asked once; the second time the front's cache
+	// answers it. The standalone server counts a request after it
+	// answered, so its count is awaited; the front's cache counts a hit
+	// before it answers, so its count is read at once.
+	miss := "www.example-" + recipe + ".org." + ns + ".svc.cluster.local."
 	requests := func() float64 {
 		return standalone.metrics.metric(t, "coredns_dns_requests_total", `family="1",proto="udp",server="dns://:`+strings.TrimPrefix(standalone.addr, "127.0.0.1:")+`",type="A",view="",zone="."`)
 	}
@@ -317,6 +318,23 @@ func checkFront(t *testing.T, front, plain *server, standalone *standaloneServer
 	}
 	if got := hits(); got != hitsBefore+1 {
 		t.Errorf("the front's denial cache hits went from %v to %v for %s asked again, want one more", hitsBefore, got, miss)
+	}
+	// Three labels before svc (example.org.NS: the expansion of every
+	// external name with one dot) hold no records below a service: the
+	// front's own kubernetes plugin answers them, the standalone server is
+	// not asked. Its count is read after a name it is asked, so that a
+	// request of the three-label name would have been counted first.
+	before = requests()
+	if r := front.query(t, "udp", "example-"+recipe+".org."+ns+".svc.cluster.local.", dns.TypeA); r.Rcode != dns.RcodeNameError {
+		t.Errorf("example-%s.org.%s.svc.cluster.local.: %s, want NXDOMAIN", recipe, ns, dns.RcodeToString[r.Rcode])
+	}
+	front.query(t, "udp", "next-"+recipe+"."+ns+".svc.cluster.local.", dns.TypeA)
+	eventually(t, 5*time.Second, "the standalone server counts the name after the three-label one", func() (bool, string) {
+		n := requests()
+		return n > before, fmt.Sprintf("requests %v, before %v", n, before)
+	})
+	if n := requests(); n != before+1 {
+		t.Errorf("the standalone server counted %v requests for a three-label name and a service name, want 1 (the service name's)", n-before)
 	}
 
 	// Nothing of the cluster reached the upstream; the loop plugin is quiet.
