@@ -28,7 +28,7 @@ func TestServicePattern(t *testing.T) {
 		"web.ns.svc.cluster.local.":                           true,
 		"_http._tcp.web.ns.svc.cluster.local.":                true,
 		"host.east.prod.web.ns.svc.cluster.local.":            true,
-		"example.com.svc.cluster.local.":                      true, // the shape of svc "example" in namespace "com"
+		"example.com.svc.cluster.local.":                      true,  // the shape of svc "example" in namespace "com"
 		"example.com.ns.svc.cluster.local.":                   false, // three labels: no records below a service
 		"east.web.ns.svc.cluster.local.":                      false,
 		"www.example.com.svc.cluster.local.":                  false,
