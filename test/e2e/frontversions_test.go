@@ -197,8 +197,12 @@ func TestFrontAtShippedVersions(t *testing.T) {
 				timeout1 := slices.Contains(frontClients[ci].options, "timeout:1")
 				for _, p := range phases {
 					s := p.stats(lines, want, importName)
-					fmt.Fprintf(&table, "  %-18s %-15s failed %d of %d, import %d answered %d NXDOMAIN, external %.0f / %.0f / %.0f\n",
-						c.Name, p.name, len(s.failed), s.lookups, s.importAnswered, s.importNXDOMAIN, s.p50, s.p99, s.max)
+					slow := ""
+					if s.slowUntil > 0 {
+						slow = fmt.Sprintf(", the last lookup of 1 s or more began %.1f s in", s.slowUntil-p.start)
+					}
+					fmt.Fprintf(&table, "  %-18s %-15s failed %d of %d, import %d answered %d NXDOMAIN, external %.0f / %.0f / %.0f%s\n",
+						c.Name, p.name, len(s.failed), s.lookups, s.importAnswered, s.importNXDOMAIN, s.p50, s.p99, s.max, slow)
 					if len(s.failed) == 0 {
 						continue
 					}
@@ -338,6 +342,7 @@ type frontPhaseStats struct {
 	failed                         []string
 	importAnswered, importNXDOMAIN int
 	p50, p99, max                  float64 // external lookups, ms
+	slowUntil                      float64 // when the last lookup of 1 s or more began
 }
 
 // stats judges the lookups that began in the phase: a name of want must
@@ -351,6 +356,9 @@ func (p frontPhase) stats(lines []cresolve.Line, want map[string]string, importN
 			continue
 		}
 		s.lookups++
+		if l.MS >= 1000 {
+			s.slowUntil = max(s.slowUntil, l.At)
+		}
 		expect, ok := want[l.Name]
 		if !ok {
 			expect = "192.0.2.1"
