@@ -3,7 +3,6 @@ package front
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,10 +35,19 @@ const (
 	// KubeDNS takes stub domains only: clusterset.local and the reverse
 	// zones, no cluster.local fallback.
 	KubeDNS Platform = "kube-dns"
+	// OpenShift's DNS operator takes server blocks that only forward, as
+	// spec.servers of its DNS resource "default": clusterset.local and the
+	// reverse zones, no cluster.local fallback (Server and ForwardPlugin in
+	// operator/v1/types_dns.go of openshift/api, vendored in
+	// openshift/cluster-dns-operator).
+	OpenShift Platform = "openshift"
 )
 
-// Platforms lists every platform Render knows, in the order of the docs.
-var Platforms = []Platform{Kubeadm, K3s, AKS, EKS, CoreDNSChart, RKE2, KubeDNS}
+// Platforms lists every form Render knows.
+var Platforms = []Platform{Kubeadm, K3s, AKS, EKS, CoreDNSChart, RKE2, KubeDNS, OpenShift}
+
+// OpenShiftServerName is the name of the spec.servers entry front writes.
+const OpenShiftServerName = "coredns-mcs"
 
 // CustomKey is the key of coredns-custom that holds the blocks.
 const CustomKey = "multicluster.server"
@@ -145,6 +153,18 @@ var ChartDefaultServer = Server{
 // value (JSON, EKS) to apply. corefile is the cluster's current Corefile,
 // needed where the form is a whole Corefile (kubeadm, EKS).
 func Render(p Platform, o Options, corefile string) (string, error) {
+	if p == OpenShift {
+		server, err := OpenShiftServer(o)
+		if err != nil {
+			return "", err
+		}
+		return toYAML(map[string]any{
+			"apiVersion": "operator.openshift.io/v1",
+			"kind":       "DNS",
+			"metadata":   map[string]string{"name": "default"},
+			"spec":       map[string]any{"servers": []any{server}},
+		})
+	}
 	if p == KubeDNS {
 		cm, err := StubDomains(o, nil)
 		if err != nil {
@@ -195,6 +215,30 @@ func Render(p Platform, o Options, corefile string) (string, error) {
 	return "", fmt.Errorf("unknown platform %q: want one of %s", p, strings.Join(PlatformNames(), ", "))
 }
 
+// OpenShiftServer returns the spec.servers entry of OpenShift's DNS
+// resource that forwards the clusterset zone and the reverse zones to the
+// standalone server. The operator's blocks only forward
+// (controller_dns_configmap.go of openshift/cluster-dns-operator): no
+// view, no stand-in, no read_timeout.
+func OpenShiftServer(o Options) (map[string]any, error) {
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	reverse, err := o.ReverseZones()
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{
+		"name":  OpenShiftServerName,
+		"zones": append([]string{o.ClustersetZone}, reverse...),
+		"forwardPlugin": map[string]any{
+			"upstreams": []string{o.Standalone},
+			"policy":    "Sequential",
+		},
+	}, nil
+}
+
 // StubDomains returns the kube-dns ConfigMap with stub domains for the
 // clusterset zone and the reverse zones, added to the ones it has.
 func StubDomains(o Options, existing map[string][]string) (*corev1.ConfigMap, error) {
@@ -238,19 +282,20 @@ func toYAML(v any) (string, error) {
 	return strings.Replace(string(out), "  creationTimestamp: null\n", "", 1), nil
 }
 
-// PlatformNames lists the names of Platforms, in order.
+// PlatformNames lists the names --platform takes: the rows of Table.
 func PlatformNames() []string {
 	var names []string
-	for _, p := range Platforms {
-		names = append(names, string(p))
+	for _, r := range Table {
+		names = append(names, r.Name)
 	}
 	return names
 }
 
-// ParsePlatform returns the platform named s.
+// ParsePlatform returns the form of the platform named s (gke takes
+// kube-dns's).
 func ParsePlatform(s string) (Platform, error) {
-	if slices.Contains(Platforms, Platform(s)) {
-		return Platform(s), nil
+	if r, ok := Lookup(s); ok {
+		return r.Form, nil
 	}
 	return "", fmt.Errorf("unknown platform %q: want one of %s", s, strings.Join(PlatformNames(), ", "))
 }

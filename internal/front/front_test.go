@@ -186,8 +186,20 @@ func TestRender(t *testing.T) {
 	if _, err := Render(Kubeadm, o, ""); err == nil {
 		t.Error("kubeadm without the cluster's Corefile: accepted")
 	}
-	if _, err := ParsePlatform("gke"); err == nil {
-		t.Error("platform gke: accepted")
+	// gke takes kube-dns's form; an unknown name is refused.
+	if p, err := ParsePlatform("gke"); err != nil || p != KubeDNS {
+		t.Errorf("platform gke: %q, %v", p, err)
+	}
+	if _, err := ParsePlatform("nomad"); err == nil {
+		t.Error("platform nomad: accepted")
+	}
+	// OpenShift: a spec.servers entry of the DNS resource, forwarding the
+	// clusterset zone and the reverse zones to the standalone Service.
+	openshift, _ := Render(OpenShift, o, "")
+	for _, want := range []string{"kind: DNS", "name: coredns-mcs", "- clusterset.local", "- 42.10.in-addr.arpa", "- 10.43.143.7", "policy: Sequential"} {
+		if !strings.Contains(openshift, want) {
+			t.Errorf("openshift lacks %q:\n%s", want, openshift)
+		}
 	}
 }
 
@@ -267,4 +279,66 @@ func codeBlock(text, marker string) (start, end int, ok bool) {
 func itoa(n int) string {
 	b, _ := json.Marshal(n)
 	return string(b)
+}
+
+// TestPlatformTable: the table of docs/platforms.md, between its markers,
+// is Markdown() of Table; UPDATE_DOCS=1 rewrites it. Each row names its
+// sources, and no cost of a hang is written before it is measured.
+func TestPlatformTable(t *testing.T) {
+	names := map[string]bool{}
+	forms := map[Platform]bool{}
+	for _, r := range Table {
+		if names[r.Name] {
+			t.Errorf("%s: two rows", r.Name)
+		}
+		names[r.Name] = true
+		forms[r.Form] = true
+		if r.Config == "" || r.Owner == "" || r.Detect == "" || r.Writes == "" || len(r.Versions) == 0 || r.match == nil {
+			t.Errorf("%s: a field is empty: %+v", r.Name, r)
+		}
+		if r.Target.Kind == "" && r.ApplyHow == "" {
+			t.Errorf("%s: --apply writes nothing, and no supported way is named", r.Name)
+		}
+		for _, v := range r.Versions {
+			if v.Source == "" || v.HungCost == "" {
+				t.Errorf("%s %s: no source, or no hang cost (HungCostTODO until measured)", r.Name, v.Release)
+			}
+			if v.CoreDNS != "" && !strings.Contains(v.Server, v.CoreDNS) {
+				t.Errorf("%s %s: server %q is not CoreDNS %s", r.Name, v.Release, v.Server, v.CoreDNS)
+			}
+		}
+	}
+	for _, p := range Platforms {
+		if !forms[p] || RowOf(p).Form != p {
+			t.Errorf("form %s has no row of its name", p)
+		}
+	}
+	// kubeadm's newest row is the version the docs' recipes assume.
+	kubeadm, _ := Lookup("kubeadm")
+	if last := kubeadm.Versions[len(kubeadm.Versions)-1]; last.CoreDNS != KubeadmCoreDNSVersion {
+		t.Errorf("kubeadm's last row: %s, KubeadmCoreDNSVersion %s", last.CoreDNS, KubeadmCoreDNSVersion)
+	}
+
+	const doc = "../../docs/platforms.md"
+	const begin, end = "<!-- platforms: begin -->\n", "<!-- platforms: end -->"
+	data, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	i, j := strings.Index(text, begin), strings.Index(text, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s: no %q ... %q", doc, begin, end)
+	}
+	want := "\n" + Markdown() + "\n"
+	if text[i+len(begin):j] == want {
+		return
+	}
+	if os.Getenv("UPDATE_DOCS") != "" {
+		if err := os.WriteFile(doc, []byte(text[:i+len(begin)]+want+text[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("%s: the table between the platforms markers is not front.Table (UPDATE_DOCS=1 go test ./internal/front rewrites it):\n%s", doc, want)
 }

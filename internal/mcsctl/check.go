@@ -11,6 +11,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/plugin/multicluster"
 	"github.com/coredns/caddy"
 	"github.com/coredns/caddy/caddyfile"
+	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -128,6 +129,9 @@ func check(ctx context.Context, o *options, stdout io.Writer) (int, error) {
 			}
 			c.add(fail, "image", "Deployment %s runs %s, which is not coredns-mcs: stock CoreDNS has no multicluster plugin (%s)", o.deployment, strings.Join(images, ", "), how)
 		}
+		if l.standalone {
+			checkReady(c, o.deployment, dep)
+		}
 	}
 
 	// RBAC of that service account: a line per permission it has, one
@@ -231,6 +235,27 @@ func check(ctx context.Context, o *options, stdout io.Writer) (int, error) {
 		return 1, nil
 	}
 	return 0, nil
+}
+
+// checkReady checks that the standalone server has a ready pod: without
+// one every name the front forwards goes to its stand-in, so imports
+// answer NXDOMAIN, whatever the rest of the setup says.
+func checkReady(c *checker, name string, dep *appsv1.Deployment) {
+	want := int32(1)
+	if dep.Spec.Replicas != nil {
+		want = *dep.Spec.Replicas
+	}
+	ready := dep.Status.ReadyReplicas
+	switch {
+	case want == 0:
+		c.add(fail, "ready", "Deployment %s is scaled to 0: the front answers every forwarded name with its stand-in's NXDOMAIN, imports included; kubectl -n %s scale deployment %s --replicas 2", name, dep.Namespace, dep.Name)
+	case ready == 0:
+		c.add(fail, "ready", "Deployment %s has 0 of %d pods ready: the front answers every forwarded name with its stand-in's NXDOMAIN, imports included; kubectl -n %s describe deployment %s", name, want, dep.Namespace, dep.Name)
+	case ready < want:
+		c.add(warn, "ready", "Deployment %s has %d of %d pods ready: a pod less to fail over to", name, ready, want)
+	default:
+		c.add(ok, "ready", "Deployment %s has %d of %d pods ready", name, ready, want)
+	}
 }
 
 func lastPathElement(image string) string {

@@ -1,6 +1,12 @@
 package mcsctl
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 func TestLeavesOutImported(t *testing.T) {
 	for _, tc := range []struct {
@@ -27,6 +33,31 @@ func TestLeavesOutImported(t *testing.T) {
 		}
 		if got := leavesOutImported(k); got != tc.want {
 			t.Errorf("%q: leavesOutImported = %v, want %v", tc.labels, got, tc.want)
+		}
+	}
+}
+
+// TestCheckReady: the standalone layout FAILs with no ready pod.
+func TestCheckReady(t *testing.T) {
+	two := int32(2)
+	zero := int32(0)
+	for _, tc := range []struct {
+		replicas *int32
+		ready    int32
+		want     status
+		text     string
+	}{
+		{&two, 0, fail, "has 0 of 2 pods ready"},
+		{&two, 1, warn, "has 1 of 2 pods ready"},
+		{&two, 2, ok, "has 2 of 2 pods ready"},
+		{&zero, 0, fail, "is scaled to 0"},
+		{nil, 0, fail, "has 0 of 1 pods ready"},
+	} {
+		d := &appsv1.Deployment{ObjectMeta: meta.ObjectMeta{Name: "coredns-mcs", Namespace: "kube-system"}, Spec: appsv1.DeploymentSpec{Replicas: tc.replicas}, Status: appsv1.DeploymentStatus{ReadyReplicas: tc.ready}}
+		c := &checker{}
+		checkReady(c, "kube-system/coredns-mcs", d)
+		if len(c.lines) != 1 || c.lines[0].Status != tc.want || !strings.Contains(c.lines[0].Message, tc.text) {
+			t.Errorf("%v ready %d: %+v", tc.replicas, tc.ready, c.lines)
 		}
 	}
 }

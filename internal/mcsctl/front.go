@@ -3,7 +3,6 @@ package mcsctl
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -53,8 +52,11 @@ func (f *frontOptions) flags(fs *flag.FlagSet) {
 // frontCmd prints, or applies, the configuration the cluster's DNS needs
 // to forward to coredns-mcs standalone: for the platform detected (or
 // named), with the standalone Service's current ClusterIP and the options
-// of the cluster DNS's own kubernetes stanza.
-func frontCmd(ctx context.Context, o *options, f *frontOptions, stdout io.Writer) (int, error) {
+// of the cluster DNS's own kubernetes stanza. stdout gets the payload
+// alone (the EKS add-on's JSON value, a Corefile, an object), so that it
+// can be piped to jq, kubectl apply or a file:// argument; every note
+// goes to stderr.
+func frontCmd(ctx context.Context, o *options, f *frontOptions, stdout, stderr io.Writer) (int, error) {
 	cfg, err := o.restConfig()
 	if err != nil {
 		return 1, err
@@ -63,13 +65,19 @@ func frontCmd(ctx context.Context, o *options, f *frontOptions, stdout io.Writer
 	if err != nil {
 		return 1, err
 	}
-	platform, why, err := f.detect(ctx, kube)
+	return runFront(ctx, kube, f, stdout, stderr)
+}
+
+// runFront is frontCmd on a client.
+func runFront(ctx context.Context, kube kubeclient.Interface, f *frontOptions, stdout, stderr io.Writer) (int, error) {
+	row, why, err := f.detect(ctx, kube)
 	if err != nil {
 		return 1, err
 	}
-	fmt.Fprintf(stdout, "# platform: %s (%s)\n", platform, why)
+	platform := row.Form
+	fmt.Fprintf(stderr, "# platform: %s (%s)\n", row.Name, why)
 
-	live, err := liveCorefile(ctx, kube, platform)
+	live, err := liveCorefile(ctx, kube, row)
 	if err != nil {
 		return 1, err
 	}
@@ -78,28 +86,28 @@ func frontCmd(ctx context.Context, o *options, f *frontOptions, stdout io.Writer
 		if opts.Standalone, err = standaloneAddress(ctx, kube, f.standalone); err != nil {
 			return 1, err
 		}
-		fmt.Fprintf(stdout, "# standalone Service %s: %s\n", f.standalone, opts.Standalone)
+		fmt.Fprintf(stderr, "# standalone Service %s: %s\n", f.standalone, opts.Standalone)
 	}
-	if live != "" {
+	if live != "" && platform != front.OpenShift {
 		opts.KubernetesOptions, opts.MetricsAddress = ownStanza(live, f.clusterDomain)
 	}
-	if !f.remove && platform != front.KubeDNS {
+	if !f.remove && platform != front.KubeDNS && platform != front.OpenShift {
 		version, from := f.version, "--coredns-version"
 		if version == "" {
-			version, from = dnsVersion(ctx, kube, platform)
+			version, from = dnsVersion(ctx, kube, row)
 		}
 		opts.CoreDNSVersion = version
 		switch {
 		case version == "":
-			fmt.Fprintf(stdout, "# CoreDNS version: unknown (%s): no read_timeout, which CoreDNS before 1.14.5 refuses; a hung coredns-mcs then costs up to 2 s per forwarded name until forward's health checks mark it down (--coredns-version sets it)\n", from)
+			fmt.Fprintf(stderr, "# CoreDNS version: unknown (%s): no read_timeout, which CoreDNS before 1.14.5 refuses; a hung coredns-mcs then costs up to 2 s per forwarded name until forward's health checks mark it down (--coredns-version sets it)\n", from)
 		case !opts.UsesReadTimeout():
-			fmt.Fprintf(stdout, "# CoreDNS version: %s (%s): no read_timeout before 1.14.5; a hung coredns-mcs costs up to 2 s per forwarded name until forward's health checks mark it down\n", version, from)
+			fmt.Fprintf(stderr, "# CoreDNS version: %s (%s): no read_timeout before 1.14.5; a hung coredns-mcs costs up to 2 s per forwarded name until forward's health checks mark it down\n", version, from)
 		default:
-			fmt.Fprintf(stdout, "# CoreDNS version: %s (%s)\n", version, from)
+			fmt.Fprintf(stderr, "# CoreDNS version: %s (%s)\n", version, from)
 		}
 	}
 	if f.remove {
-		return frontRemove(ctx, kube, platform, live, opts, f.apply, stdout)
+		return frontRemove(ctx, kube, row, live, opts, f.apply, stdout, stderr)
 	}
 	out, err := front.Render(platform, opts, live)
 	if err != nil {
@@ -109,54 +117,83 @@ func frontCmd(ctx context.Context, o *options, f *frontOptions, stdout io.Writer
 		fmt.Fprint(stdout, out)
 		return 0, nil
 	}
-	return frontApply(ctx, kube, platform, opts, live, stdout)
+	return frontApply(ctx, kube, row, opts, live, stdout, stderr)
 }
 
 // detect returns the platform of --platform, else the one the cluster's
-// DNS objects show, and why.
-func (f *frontOptions) detect(ctx context.Context, kube kubeclient.Interface) (front.Platform, string, error) {
+// DNS objects show (front.Detect, on front.Table), and why.
+func (f *frontOptions) detect(ctx context.Context, kube kubeclient.Interface) (*front.Info, string, error) {
 	if f.platform != "" {
-		p, err := front.ParsePlatform(f.platform)
-		return p, "--platform", err
-	}
-	deploy, err := kube.AppsV1().Deployments("kube-system").Get(ctx, "coredns", meta.GetOptions{})
-	switch {
-	case err == nil:
-		// k3s's manifests/coredns.yaml mounts the optional ConfigMap
-		// coredns-custom; AKS's CoreDNS reads the same ConfigMap.
-		for _, v := range deploy.Spec.Template.Spec.Volumes {
-			if v.ConfigMap != nil && v.ConfigMap.Name == "coredns-custom" {
-				return front.K3s, "kube-system/coredns mounts the ConfigMap coredns-custom (k3s, AKS)", nil
-			}
+		row, ok := front.Lookup(f.platform)
+		if !ok {
+			_, err := front.ParsePlatform(f.platform)
+			return nil, "", err
 		}
-		if _, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubeadm-config", meta.GetOptions{}); err == nil {
-			return front.Kubeadm, "kube-system/kubeadm-config exists", nil
-		}
-		return front.Kubeadm, "kube-system/coredns reads the ConfigMap coredns; name --platform eks or coredns-chart if its Corefile is managed elsewhere", nil
-	case !apierrors.IsNotFound(err):
-		return "", "", fmt.Errorf("the cluster DNS Deployment kube-system/coredns: %w", err)
+		return row, "--platform", nil
 	}
-	if _, err := kube.AppsV1().Deployments("kube-system").Get(ctx, "kube-dns", meta.GetOptions{}); err == nil {
-		return front.KubeDNS, "kube-system/kube-dns runs, no kube-system/coredns", nil
+	e, err := gatherEvidence(ctx, kube)
+	if err != nil {
+		return nil, "", err
 	}
-	if _, err := kube.AppsV1().Deployments("kube-system").Get(ctx, "rke2-coredns-rke2-coredns", meta.GetOptions{}); err == nil {
-		return front.RKE2, "kube-system/rke2-coredns-rke2-coredns runs", nil
-	}
-	return "", "", errors.New("no cluster DNS found (kube-system/coredns, kube-dns, rke2-coredns-rke2-coredns): name it with --platform")
+	return front.Detect(e)
 }
 
-// dnsVersion reads the cluster DNS's CoreDNS version from the tag of its
-// Deployment's image, and says where it looked.
-func dnsVersion(ctx context.Context, kube kubeclient.Interface, p front.Platform) (version, from string) {
-	name := "coredns"
-	if p == front.RKE2 {
-		name = "rke2-coredns-rke2-coredns"
+// gatherEvidence reads the objects front.Detect recognises platforms by.
+// Only the cluster DNS Deployment kube-system/coredns must be readable;
+// any other object that cannot be read counts as missing.
+func gatherEvidence(ctx context.Context, kube kubeclient.Interface) (*front.Evidence, error) {
+	e := &front.Evidence{}
+	deploys := kube.AppsV1().Deployments("kube-system")
+	d, err := deploys.Get(ctx, "coredns", meta.GetOptions{})
+	switch {
+	case err == nil:
+		e.CoreDNS = d
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("the cluster DNS Deployment kube-system/coredns: %w", err)
 	}
-	deploy, err := kube.AppsV1().Deployments("kube-system").Get(ctx, name, meta.GetOptions{})
-	if err != nil {
-		return "", "no Deployment kube-system/" + name
+	if cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", meta.GetOptions{}); err == nil {
+		e.CoreDNSConfig = cm
 	}
-	for _, c := range deploy.Spec.Template.Spec.Containers {
+	if d, err := deploys.Get(ctx, "kube-dns", meta.GetOptions{}); err == nil {
+		e.KubeDNS = d
+	}
+	if d, err := deploys.Get(ctx, "rke2-coredns-rke2-coredns", meta.GetOptions{}); err == nil {
+		e.RKE2 = d
+	}
+	if _, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kubeadm-config", meta.GetOptions{}); err == nil {
+		e.KubeadmConfig = true
+	}
+	if ds, err := kube.AppsV1().DaemonSets("openshift-dns").Get(ctx, "dns-default", meta.GetOptions{}); err == nil {
+		e.OpenShiftDNS = ds
+	}
+	if _, err := kube.CoreV1().Namespaces().Get(ctx, "openshift-dns", meta.GetOptions{}); err == nil {
+		e.OpenShiftNSDNS = true
+	}
+	return e, nil
+}
+
+// dnsVersion reads the cluster DNS's CoreDNS version from the tag of the
+// image of the platform's DNS workload, and says where it looked.
+func dnsVersion(ctx context.Context, kube kubeclient.Interface, row *front.Info) (version, from string) {
+	w := row.Workload
+	var containers []corev1.Container
+	switch w.Kind {
+	case "Deployment":
+		d, err := kube.AppsV1().Deployments(w.Namespace).Get(ctx, w.Name, meta.GetOptions{})
+		if err != nil {
+			return "", "no " + w.String()
+		}
+		containers = d.Spec.Template.Spec.Containers
+	case "DaemonSet":
+		d, err := kube.AppsV1().DaemonSets(w.Namespace).Get(ctx, w.Name, meta.GetOptions{})
+		if err != nil {
+			return "", "no " + w.String()
+		}
+		containers = d.Spec.Template.Spec.Containers
+	default:
+		return "", "no DNS workload known for " + row.Name
+	}
+	for _, c := range containers {
 		image := c.Image
 		if i := strings.LastIndex(image, "@"); i >= 0 {
 			image = image[:i]
@@ -169,25 +206,26 @@ func dnsVersion(ctx context.Context, kube kubeclient.Interface, p front.Platform
 			return strings.TrimPrefix(v, "v"), "image " + c.Image
 		}
 	}
-	return "", "no version in the image tags of kube-system/" + name
+	return "", "no version in the image tags of " + w.String()
 }
 
 var versionTag = regexp.MustCompile(`^v?\d+\.\d+\.\d+`)
 
 // liveCorefile returns the cluster DNS's Corefile where the platform keeps
-// it in kube-system/coredns (its key Corefile), or "".
-func liveCorefile(ctx context.Context, kube kubeclient.Interface, p front.Platform) (string, error) {
-	if p == front.KubeDNS || p == front.RKE2 || p == front.CoreDNSChart {
+// one the cluster can show (front.Info.Corefile), or "".
+func liveCorefile(ctx context.Context, kube kubeclient.Interface, row *front.Info) (string, error) {
+	ref := row.Corefile
+	if ref.Kind == "" {
 		return "", nil
 	}
-	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", meta.GetOptions{})
+	cm, err := kube.CoreV1().ConfigMaps(ref.Namespace).Get(ctx, ref.Name, meta.GetOptions{})
 	if err != nil {
-		if apierrors.IsNotFound(err) && p != front.Kubeadm && p != front.EKS {
+		if apierrors.IsNotFound(err) && row.Form != front.Kubeadm && row.Form != front.EKS {
 			return "", nil
 		}
-		return "", fmt.Errorf("the cluster DNS's Corefile (ConfigMap kube-system/coredns): %w", err)
+		return "", fmt.Errorf("the cluster DNS's Corefile (%s): %w", ref, err)
 	}
-	return cm.Data["Corefile"], nil
+	return cm.Data[ref.Key], nil
 }
 
 // standaloneAddress returns the ClusterIP of the standalone Service.
@@ -265,9 +303,49 @@ func ownStanza(text, domain string) (options []string, metrics string) {
 	return options, metrics
 }
 
-// frontApply writes the configuration into the cluster where the platform
-// takes it from an object; for the others it says what to run.
-func frontApply(ctx context.Context, kube kubeclient.Interface, p front.Platform, opts front.Options, live string, stdout io.Writer) (int, error) {
+// refuseManaged returns the error --apply gives when the object ref,
+// which it would write, is kept by a platform manager (front.ManagerOf).
+func refuseManaged(ctx context.Context, kube kubeclient.Interface, ref front.Ref) error {
+	cm, err := kube.CoreV1().ConfigMaps(ref.Namespace).Get(ctx, ref.Name, meta.GetOptions{})
+	if err != nil {
+		return nil // missing (created) or unreadable (the write says why)
+	}
+	if m := front.ManagerOf(cm, ref); m != nil {
+		return front.OwnedError(ref, m)
+	}
+	return nil
+}
+
+// notAnObject is the error of --apply where the platform takes its
+// configuration elsewhere than an object front writes.
+func notAnObject(ctx context.Context, kube kubeclient.Interface, row *front.Info, what string) error {
+	err := fmt.Errorf("--apply: %s's DNS configuration is not an object kubectl mcs front writes (%s): apply %s with %s", row.Name, row.Owner, what, row.ApplyHow)
+	if row.Form == front.EKS {
+		// A self-managed CoreDNS on EKS (not the add-on) is the user's.
+		cm, gerr := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", meta.GetOptions{})
+		if gerr == nil && front.ManagerOf(cm, front.RowOf(front.Kubeadm).Target) == nil {
+			err = fmt.Errorf("%w; kube-system/coredns has no fields managed by %q, so if CoreDNS is self-managed (not the add-on), kubectl mcs front --platform kubeadm --apply edits its ConfigMap", err, front.EKSFieldManager)
+		}
+	}
+	return err
+}
+
+// frontApply writes the configuration into the object the platform takes
+// it from (front.Info.Target), unless a platform manager keeps that
+// object; for the others it prints it and says how to apply it.
+func frontApply(ctx context.Context, kube kubeclient.Interface, row *front.Info, opts front.Options, live string, stdout, stderr io.Writer) (int, error) {
+	p := row.Form
+	if row.Target.Kind == "" {
+		out, err := front.Render(p, opts, live)
+		if err != nil {
+			return 1, err
+		}
+		fmt.Fprint(stdout, out)
+		return 1, notAnObject(ctx, kube, row, "what is printed")
+	}
+	if err := refuseManaged(ctx, kube, row.Target); err != nil {
+		return 1, err
+	}
 	servers, err := opts.Servers()
 	if err != nil {
 		return 1, err
@@ -277,12 +355,12 @@ func frontApply(ctx context.Context, kube kubeclient.Interface, p front.Platform
 		if err := setConfigMapKey(ctx, kube, "coredns", "Corefile", front.Merge(live, front.Corefile(servers))); err != nil {
 			return 1, err
 		}
-		fmt.Fprintln(stdout, "applied: kube-system/coredns Corefile, with the blocks forwarding to coredns-mcs (CoreDNS's reload plugin picks it up within its interval; kubectl -n kube-system rollout restart deploy/coredns applies it at once)")
+		fmt.Fprintln(stderr, "applied: kube-system/coredns Corefile, with the blocks forwarding to coredns-mcs (CoreDNS's reload plugin picks it up within its interval; kubectl -n kube-system rollout restart deploy/coredns applies it at once)")
 	case front.K3s, front.AKS:
 		if err := setConfigMapKey(ctx, kube, "coredns-custom", front.CustomKey, front.Corefile(servers)); err != nil {
 			return 1, err
 		}
-		fmt.Fprintf(stdout, "applied: kube-system/coredns-custom %s; CoreDNS's reload does not see imported files change: kubectl -n kube-system rollout restart deploy/coredns\n", front.CustomKey)
+		fmt.Fprintf(stderr, "applied: kube-system/coredns-custom %s; CoreDNS's reload does not see imported files change: kubectl -n kube-system rollout restart deploy/coredns\n", front.CustomKey)
 	case front.KubeDNS:
 		cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-dns", meta.GetOptions{})
 		existing := map[string][]string{}
@@ -303,45 +381,35 @@ func frontApply(ctx context.Context, kube kubeclient.Interface, p front.Platform
 		if err := setConfigMapKey(ctx, kube, "kube-dns", "stubDomains", stubs.Data["stubDomains"]); err != nil {
 			return 1, err
 		}
-		fmt.Fprintln(stdout, "applied: kube-system/kube-dns stubDomains")
+		fmt.Fprintln(stderr, "applied: kube-system/kube-dns stubDomains")
 	default:
-		out, err := front.Render(p, opts, live)
-		if err != nil {
-			return 1, err
-		}
-		fmt.Fprint(stdout, out)
-		return 1, fmt.Errorf("--apply: %s's DNS configuration is not an object of the cluster: apply what is printed above with %s", p, applyHow(p))
+		return 1, fmt.Errorf("--apply: no writer for %s", row.Target)
 	}
 	return 0, nil
 }
 
-func applyHow(p front.Platform) string {
-	switch p {
-	case front.EKS:
-		return "aws eks update-addon --addon-name coredns --configuration-values file://<the JSON above>"
-	case front.RKE2:
-		return "kubectl apply -f - (rke2 then upgrades its rke2-coredns chart)"
-	default:
-		return "helm upgrade <release> coredns/coredns --reuse-values -f <the values above>"
-	}
-}
-
 // frontRemove prints, or applies, the configuration without coredns-mcs.
-func frontRemove(ctx context.Context, kube kubeclient.Interface, p front.Platform, live string, opts front.Options, apply bool, stdout io.Writer) (int, error) {
+func frontRemove(ctx context.Context, kube kubeclient.Interface, row *front.Info, live string, opts front.Options, apply bool, stdout, stderr io.Writer) (int, error) {
+	p := row.Form
+	if apply && row.Target.Kind != "" {
+		if err := refuseManaged(ctx, kube, row.Target); err != nil {
+			return 1, err
+		}
+	}
 	switch p {
 	case front.Kubeadm, front.EKS:
 		restored := front.Remove(live)
 		if !apply || p == front.EKS {
 			fmt.Fprint(stdout, restored)
 			if apply {
-				return 1, fmt.Errorf("--apply: apply the Corefile above with %s", applyHow(p))
+				return 1, notAnObject(ctx, kube, row, "the Corefile printed")
 			}
 			return 0, nil
 		}
 		if err := setConfigMapKey(ctx, kube, "coredns", "Corefile", restored); err != nil {
 			return 1, err
 		}
-		fmt.Fprintln(stdout, "removed: the blocks forwarding to coredns-mcs from kube-system/coredns")
+		fmt.Fprintln(stderr, "removed: the blocks forwarding to coredns-mcs from kube-system/coredns")
 	case front.K3s, front.AKS:
 		if !apply {
 			fmt.Fprintf(stdout, "kubectl -n kube-system patch configmap coredns-custom --type json -p '[{\"op\":\"remove\",\"path\":\"/data/%s\"}]'\n", jsonPointerEscape(front.CustomKey))
@@ -351,7 +419,7 @@ func frontRemove(ctx context.Context, kube kubeclient.Interface, p front.Platfor
 		if _, err := kube.CoreV1().ConfigMaps("kube-system").Patch(ctx, "coredns-custom", types.JSONPatchType, []byte(patch), meta.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
 			return 1, err
 		}
-		fmt.Fprintf(stdout, "removed: %s from kube-system/coredns-custom; kubectl -n kube-system rollout restart deploy/coredns\n", front.CustomKey)
+		fmt.Fprintf(stderr, "removed: %s from kube-system/coredns-custom; kubectl -n kube-system rollout restart deploy/coredns\n", front.CustomKey)
 	case front.KubeDNS:
 		cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-dns", meta.GetOptions{})
 		if err != nil {
@@ -379,9 +447,15 @@ func frontRemove(ctx context.Context, kube kubeclient.Interface, p front.Platfor
 		if err := setConfigMapKey(ctx, kube, "kube-dns", "stubDomains", string(data)); err != nil {
 			return 1, err
 		}
-		fmt.Fprintln(stdout, "removed: coredns-mcs's stub domains from kube-system/kube-dns")
+		fmt.Fprintln(stderr, "removed: coredns-mcs's stub domains from kube-system/kube-dns")
+	case front.OpenShift:
+		how := fmt.Sprintf("remove the entry %q from spec.servers: %s", front.OpenShiftServerName, "oc edit dns.operator.openshift.io/default")
+		if apply {
+			return 1, fmt.Errorf("--remove --apply: %s", how)
+		}
+		fmt.Fprintln(stderr, how)
 	default:
-		return 1, fmt.Errorf("--remove: for %s, set servers[] back to the chart's default (remove the entries after the first)", p)
+		return 1, fmt.Errorf("--remove: for %s, set servers[] back to the chart's default (remove the entries after the first)", row.Name)
 	}
 	return 0, nil
 }

@@ -141,7 +141,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			err = fmt.Errorf("%w: front takes no arguments", errUsage)
 			break
 		}
-		code, err = frontCmd(ctx, &o, &f, stdout)
+		code, err = frontCmd(ctx, &o, &f, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "kubectl-mcs %s\n", Version)
 	default:

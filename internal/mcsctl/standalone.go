@@ -89,21 +89,50 @@ func (l layout) rbacFix() string {
 // adds, and its whole Corefile, as CoreDNS reads them.
 type frontConfig struct {
 	platform front.Platform
+	row      *front.Info
 	source   string                  // where the added blocks are
 	added    []caddyfile.ServerBlock // the blocks forwarding to coredns-mcs
 	all      []caddyfile.ServerBlock // every block of the front, the added ones included
 	own      string                  // where the front's own Corefile is
-	stubs    map[string][]string     // kube-dns: its stub domains
+	// stubs: the zones a stub-domain form (kube-dns, OpenShift's
+	// spec.servers) sends elsewhere, and where; nil for the others.
+	stubs map[string][]string
+	// fix is what puts the front's configuration right on this platform:
+	// kubectl mcs front --apply where it may write it, else the platform's
+	// supported way (never --apply on an object a manager keeps).
+	fix string
+}
+
+// frontFix is what check and explain recommend to put the front's
+// configuration right on the platform of row.
+func frontFix(ctx context.Context, kube kubeclient.Interface, row *front.Info) string {
+	if row.Target.Kind == "" {
+		if row.Form == front.EKS {
+			cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", meta.GetOptions{})
+			if err == nil && !slices.ContainsFunc(cm.ManagedFields, func(f meta.ManagedFieldsEntry) bool { return f.Manager == front.EKSFieldManager }) {
+				return "kubectl mcs front --platform kubeadm --apply (a self-managed CoreDNS: no fields of kube-system/coredns are managed by \"eks\"), or for the add-on kubectl mcs front --platform eks > value.json, then " + row.ApplyHow
+			}
+			return "kubectl mcs front --platform eks > value.json, then " + row.ApplyHow
+		}
+		return "kubectl mcs front --platform " + row.Name + ", then " + row.ApplyHow
+	}
+	ref := row.Target
+	if cm, err := kube.CoreV1().ConfigMaps(ref.Namespace).Get(ctx, ref.Name, meta.GetOptions{}); err == nil {
+		if m := front.ManagerOf(cm, ref); m != nil {
+			return m.Instead
+		}
+	}
+	return "kubectl mcs front --apply"
 }
 
 // loadFront reads the front's configuration for its platform.
 func loadFront(ctx context.Context, kube kubeclient.Interface) (*frontConfig, error) {
 	f := &frontOptions{}
-	platform, _, err := f.detect(ctx, kube)
+	row, _, err := f.detect(ctx, kube)
 	if err != nil {
 		return nil, err
 	}
-	fc := &frontConfig{platform: platform}
+	fc := &frontConfig{platform: row.Form, row: row, fix: frontFix(ctx, kube, row)}
 	parse := func(source, text string) ([]caddyfile.ServerBlock, error) {
 		// Imports (k3s's coredns-custom) name files of the DNS pods.
 		blocks, err := caddyfile.Parse(source, strings.NewReader(importLine.ReplaceAllString(text, "")), nil)
@@ -112,7 +141,7 @@ func loadFront(ctx context.Context, kube kubeclient.Interface) (*frontConfig, er
 		}
 		return blocks, nil
 	}
-	switch platform {
+	switch row.Form {
 	case front.KubeDNS:
 		fc.source = "ConfigMap kube-system/kube-dns stubDomains"
 		cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-dns", meta.GetOptions{})
@@ -126,19 +155,41 @@ func loadFront(ctx context.Context, kube kubeclient.Interface) (*frontConfig, er
 			}
 		}
 		return fc, nil
+	case front.OpenShift:
+		// The operator renders spec.servers into the Corefile of its
+		// ConfigMap: a block per server, its zones on port 5353, forward
+		// to the upstreams (controller_dns_configmap.go).
+		fc.source = "spec.servers of dns.operator.openshift.io/default (" + row.Corefile.String() + ")"
+		live, err := liveCorefile(ctx, kube, row)
+		if err != nil {
+			return nil, err
+		}
+		blocks, err := parse(row.Corefile.String(), live)
+		if err != nil {
+			return nil, err
+		}
+		fc.stubs = map[string][]string{}
+		for _, b := range blocks {
+			if to, ok := forwardTargets(b); ok && !slices.Contains(zonesOf(b), ".") {
+				for _, z := range zonesOf(b) {
+					fc.stubs[strings.TrimSuffix(z, ".")] = to
+				}
+			}
+		}
+		return fc, nil
 	case front.CoreDNSChart, front.RKE2:
-		return nil, fmt.Errorf("the front's configuration (%s) is a chart's values, not read here: compare it with kubectl mcs front --platform %s", platform, platform)
+		return nil, fmt.Errorf("the front's configuration (%s) is a chart's values, not read here: compare it with kubectl mcs front --platform %s", row.Name, row.Name)
 	}
-	fc.own = "ConfigMap kube-system/coredns"
-	live, err := liveCorefile(ctx, kube, platform)
+	fc.own = row.Corefile.Object()
+	live, err := liveCorefile(ctx, kube, row)
 	if err != nil {
 		return nil, err
 	}
 	if fc.all, err = parse(fc.own, live); err != nil {
 		return nil, err
 	}
-	if platform == front.K3s || platform == front.AKS {
-		fc.source = "ConfigMap kube-system/coredns-custom key " + front.CustomKey
+	if row.Form == front.K3s || row.Form == front.AKS {
+		fc.source = row.Target.String()
 		cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns-custom", meta.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, err
@@ -250,7 +301,13 @@ func viewOf(b caddyfile.ServerBlock) (name, expr string, re *regexp.Regexp, has 
 // standalone server's zones need them, each forwarding to the standalone
 // Service's current ClusterIP, then to the stand-in.
 func frontReview(ctx context.Context, c *checker, kube kubeclient.Interface, l layout, server *corefile) {
-	const fix = "kubectl mcs front --apply"
+	// What puts the front right: --apply only where it may write the
+	// front's configuration (frontFix).
+	fc, loadErr := loadFront(ctx, kube)
+	fix := "kubectl mcs front --apply"
+	if loadErr == nil {
+		fix = fc.fix
+	}
 	if l.service == nil {
 		c.add(fail, "front", "no Service %s: the front has nothing to forward to; apply manifests/standalone, then %s", l.serviceName(), fix)
 		return
@@ -260,13 +317,12 @@ func frontReview(ctx context.Context, c *checker, kube kubeclient.Interface, l l
 		c.add(fail, "front", "the Service %s has no ClusterIP (%q): the front forwards to an address; re-create it from manifests/standalone, then %s", l.serviceName(), ip, fix)
 		return
 	}
-	fc, err := loadFront(ctx, kube)
-	if err != nil {
-		c.add(warn, "front", "%v", err)
+	if loadErr != nil {
+		c.add(warn, "front", "%v", loadErr)
 		return
 	}
 	clustersetZones, fallbackZones := standaloneZones(server)
-	if fc.platform == front.KubeDNS {
+	if fc.stubs != nil {
 		for _, z := range clustersetZones {
 			stub := fc.stubs[strings.TrimSuffix(z, ".")]
 			switch {
@@ -275,7 +331,7 @@ func frontReview(ctx context.Context, c *checker, kube kubeclient.Interface, l l
 			case hostOf(stub[0]) != ip:
 				c.add(fail, "front", "%s sends %s to %s, not the standalone Service's ClusterIP %s (was the Service re-created?): %s", fc.source, z, stub[0], ip, fix)
 			default:
-				c.add(ok, "front", "%s sends %s to the standalone Service's ClusterIP %s (kube-dns has no cluster.local fallback)", fc.source, z, ip)
+				c.add(ok, "front", "%s sends %s to the standalone Service's ClusterIP %s (%s has no cluster.local fallback)", fc.source, z, ip, fc.row.Name)
 			}
 		}
 		return
@@ -328,7 +384,7 @@ func frontReview(ctx context.Context, c *checker, kube kubeclient.Interface, l l
 	if len(reverse) > 0 {
 		c.add(ok, "front", "%s: the reverse zones %s go to coredns-mcs (PTR of ClusterSetIPs)", fc.source, strings.Join(reverse, " "))
 	} else {
-		c.add(warn, "front", "%s: no reverse zone goes to coredns-mcs: PTR of ClusterSetIPs answer NXDOMAIN; kubectl mcs front --clusterset-cidr RANGE --apply", fc.source)
+		c.add(warn, "front", "%s: no reverse zone goes to coredns-mcs: PTR of ClusterSetIPs answer NXDOMAIN; %s, with --clusterset-cidr RANGE", fc.source, fix)
 	}
 
 	// Where they forward: the Service's ClusterIP, then the stand-in.
@@ -527,21 +583,21 @@ func explainFront(ctx context.Context, kube kubeclient.Interface, l layout, r *d
 	if err != nil {
 		return nil, nil, fmt.Errorf("the front: %w", err)
 	}
-	if fc.platform == front.KubeDNS {
+	if fc.stubs != nil {
 		fr.Corefile = fc.source
 		for zone, to := range fc.stubs {
 			if zoneMatches(dns.Fqdn(zone), name) && len(to) > 0 {
 				fr.Block = zone
 				if hostOf(to[0]) == ip {
-					say("kube-dns's stub domain %s sends it to the standalone Service %s (%s)", zone, l.serviceName(), ip)
+					say("%s: the zone %s goes to the standalone Service %s (%s)", fc.row.Name, zone, l.serviceName(), ip)
 					fr.Forwarded = true
 				} else {
-					say("kube-dns's stub domain %s sends it to %s, not to the standalone Service's ClusterIP %s: kubectl mcs front --apply", zone, to[0], ip)
+					say("%s: the zone %s goes to %s, not to the standalone Service's ClusterIP %s: %s", fc.row.Name, zone, to[0], ip, fc.fix)
 				}
 				return fr, nil, nil
 			}
 		}
-		say("kube-dns answers it itself: only its stub domains reach coredns-mcs (no cluster.local fallback)")
+		say("%s answers it itself: only the zones it forwards reach coredns-mcs (no cluster.local fallback)", fc.row.Name)
 		return fr, nil, nil
 	}
 	fr.Corefile = fc.own
@@ -595,7 +651,7 @@ func explainFront(ctx context.Context, kube kubeclient.Interface, l layout, r *d
 		}
 		say("forwarded to the standalone Service %s at its ClusterIP %s%s", l.serviceName(), ip, standIn)
 	case added:
-		say("forwarded to %s, not the standalone Service's ClusterIP %s (re-created?): it never reaches coredns-mcs; kubectl mcs front --apply", to[0], ip)
+		say("forwarded to %s, not the standalone Service's ClusterIP %s (re-created?): it never reaches coredns-mcs; %s", to[0], ip, fc.fix)
 	default:
 		say("forwarded to %s: it never reaches coredns-mcs", strings.Join(to, " "))
 	}

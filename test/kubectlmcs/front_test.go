@@ -133,7 +133,8 @@ func TestFrontPerPlatform(t *testing.T) {
 		p := startPlatform(t, "10.96.0.0/12", dnsDeployment("coredns", "registry.k8s.io/coredns/coredns:v"+front.KubeadmCoreDNSVersion, "coredns"), corefileConfigMap(front.KubeadmCorefile),
 			&corev1.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: "kubeadm-config", Namespace: "kube-system"}})
 		code, out, errOut := p.front(t)
-		if code != 0 || !strings.Contains(out, "# platform: kubeadm (kube-system/kubeadm-config exists)") {
+		// The notes go to stderr, the payload alone to stdout.
+		if code != 0 || !strings.Contains(errOut, "# platform: kubeadm (kube-system/kubeadm-config exists)") || strings.Contains(out, "# platform") {
 			t.Fatalf("front: %d\n%s%s", code, out, errOut)
 		}
 		code, out, errOut = p.front(t, "--apply")
@@ -146,8 +147,8 @@ func TestFrontPerPlatform(t *testing.T) {
 		}
 		p.expectForwarding(t, "the applied Corefile", applied)
 		// kubeadm's CoreDNS has forward's read_timeout (1.14.5 on).
-		if !strings.Contains(out, "# CoreDNS version: "+front.KubeadmCoreDNSVersion+" (image ") || strings.Count(applied, "read_timeout 20ms") != 3 {
-			t.Errorf("CoreDNS %s, read from its image, takes read_timeout:\n%s\n%s", front.KubeadmCoreDNSVersion, out, applied)
+		if !strings.Contains(errOut, "# CoreDNS version: "+front.KubeadmCoreDNSVersion+" (image ") || strings.Count(applied, "read_timeout 20ms") != 3 {
+			t.Errorf("CoreDNS %s, read from its image, takes read_timeout:\n%s\n%s", front.KubeadmCoreDNSVersion, errOut, applied)
 		}
 		// kubeadm's stanza options, read from the cluster's Corefile.
 		if !strings.Contains(applied, "kubernetes cluster.local {\n        pods insecure\n        ttl 30\n        fallthrough cluster.local\n    }") {
@@ -170,14 +171,14 @@ func TestFrontPerPlatform(t *testing.T) {
 		// of k3s).
 		p := startPlatform(t, "10.43.0.0/16", dnsDeployment("coredns", "dns.example/coredns:1.12.1", "coredns", "coredns-custom"), corefileConfigMap(front.K3sCorefile))
 		code, out, errOut := p.front(t, "--apply")
-		if code != 0 || !strings.Contains(out, "# platform: k3s") {
+		if code != 0 || !strings.Contains(errOut, "# platform: k3s") {
 			t.Fatalf("front --apply: %d\n%s%s", code, out, errOut)
 		}
 		custom := p.configMap(t, "coredns-custom").Data[front.CustomKey]
 		p.expectForwarding(t, "coredns-custom "+front.CustomKey, custom)
 		// A CoreDNS before 1.14.5 refuses read_timeout: it is left out.
-		if strings.Contains(custom, "read_timeout") || !strings.Contains(out, "# CoreDNS version: 1.12.1 (image dns.example/coredns:1.12.1): no read_timeout") {
-			t.Errorf("CoreDNS 1.12.1 given read_timeout:\n%s\n%s", out, custom)
+		if strings.Contains(custom, "read_timeout") || !strings.Contains(errOut, "# CoreDNS version: 1.12.1 (image dns.example/coredns:1.12.1): no read_timeout") {
+			t.Errorf("CoreDNS 1.12.1 given read_timeout:\n%s\n%s", errOut, custom)
 		}
 		if strings.Contains(custom, "ttl") || !strings.Contains(custom, "pods insecure") {
 			t.Errorf("k3s's kubernetes stanza has pods insecure and no ttl; the added one:\n%s", custom)
@@ -204,8 +205,8 @@ func TestFrontPerPlatform(t *testing.T) {
 		}
 		cm := p.configMap(t, "coredns-custom")
 		p.expectForwarding(t, "coredns-custom "+front.CustomKey, cm.Data[front.CustomKey])
-		if strings.Contains(cm.Data[front.CustomKey], "read_timeout") || !strings.Contains(out, "# CoreDNS version: unknown") {
-			t.Errorf("an unknown CoreDNS version given read_timeout:\n%s\n%s", out, cm.Data[front.CustomKey])
+		if strings.Contains(cm.Data[front.CustomKey], "read_timeout") || !strings.Contains(errOut, "# CoreDNS version: unknown") {
+			t.Errorf("an unknown CoreDNS version given read_timeout:\n%s\n%s", errOut, cm.Data[front.CustomKey])
 		}
 		if cm.Data["log.override"] != "log" {
 			t.Errorf("the user's own key changed: %v", cm.Data)
@@ -222,8 +223,8 @@ func TestFrontPerPlatform(t *testing.T) {
 		var value struct {
 			Corefile string `json:"corefile"`
 		}
-		body := out[strings.Index(out, "{"):]
-		if err := json.Unmarshal([]byte(body), &value); err != nil {
+		// stdout is the add-on configuration alone: JSON, for jq and file://.
+		if err := json.Unmarshal([]byte(out), &value); err != nil {
 			t.Fatalf("the add-on configuration: %v\n%s", err, out)
 		}
 		if !strings.HasPrefix(value.Corefile, front.KubeadmCorefile) {
@@ -239,7 +240,7 @@ func TestFrontPerPlatform(t *testing.T) {
 		p := startPlatform(t, "10.96.0.0/12", dnsDeployment("kube-dns", "dns.example/kube-dns:1.0.0"),
 			&corev1.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: "kube-dns", Namespace: "kube-system"}, Data: map[string]string{"stubDomains": existing}})
 		code, out, errOut := p.front(t, "--apply")
-		if code != 0 || !strings.Contains(out, "# platform: kube-dns") {
+		if code != 0 || !strings.Contains(errOut, "# platform: kube-dns") {
 			t.Fatalf("front --apply: %d\n%s%s", code, out, errOut)
 		}
 		var stubs map[string][]string

@@ -50,6 +50,20 @@ func startStandalone(t *testing.T) *standaloneCluster {
 		t.Fatal(err)
 	}
 	c.clusterProperty(t, "west")
+	// No kubelet runs the standalone pods here: report them ready, as a
+	// node would, since check FAILs a standalone layout without a ready pod.
+	dep, err := c.kube.AppsV1().Deployments("kube-system").Get(ctx, "coredns-mcs", meta.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	replicas := int32(1)
+	if dep.Spec.Replicas != nil {
+		replicas = *dep.Spec.Replicas
+	}
+	dep.Status.Replicas, dep.Status.ReadyReplicas, dep.Status.AvailableReplicas = replicas, replicas, replicas
+	if _, err := c.kube.AppsV1().Deployments("kube-system").UpdateStatus(ctx, dep, meta.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	s := &standaloneCluster{cluster: c, front: s0Front(t, standaloneIP(t, c.kube))}
 	c.setCorefile(t, s.front)
 	return s
