@@ -68,7 +68,9 @@ testbin: ## build (once) the third-party binaries of the tests; prints their dir
 # build` (CGO_ENABLED=0, -trimpath), so that they reuse its compiled packages
 # instead of compiling CoreDNS and client-go a second time.
 #
-# The release tools build after them, still in the background, while the
+# Then stock CoreDNS at each version a platform ships (test/cmd/stockcoredns,
+# for test/e2e TestFrontAtShippedVersions, which waits on a build under way),
+# and the release tools build after them, still in the background, while the
 # integration tests run (most of those wait on servers, not on the CPU):
 # test/release, the third to start, finds them built, or waits for the build
 # under way (build.sh's lock), or builds what is missing itself.
@@ -90,7 +92,7 @@ FUZZTIME ?= 15s
 test: ## unit tests (race detector on the plugin), then integration and end-to-end tests against a real API server
 	@set -euo pipefail; mkdir -p build; \
 	setsid bash test/testbin/build.sh --env $(TESTBIN_SETS) >build/testbin.env 2>build/testbin.log & testbin=$$!; \
-	setsid bash -c 'while kill -0 '$$testbin' 2>/dev/null; do sleep 2; done; exec bash test/testbin/build.sh $(RELEASE_TESTBIN_SETS)' \
+	setsid bash -c 'while kill -0 '$$testbin' 2>/dev/null; do sleep 2; done; $(GO) run ./test/cmd/stockcoredns && exec bash test/testbin/build.sh $(RELEASE_TESTBIN_SETS)' \
 		>/dev/null 2>build/testbin-release.log & later=$$!; \
 	trap 'kill -- -$$testbin 2>/dev/null; kill -- -$$later 2>/dev/null; true' EXIT; \
 	$(MAKE) --no-print-directory build; \
@@ -101,7 +103,7 @@ test: ## unit tests (race detector on the plugin), then integration and end-to-e
 	wait $$testbin || { cat build/testbin.log >&2; echo "building the test binaries ($(TESTBIN_SETS)) failed" >&2; exit 1; }; \
 	set -a; . build/testbin.env; set +a; \
 	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 30m $(TEST_FIRST) ./test/...; \
-	wait $$later || { cat build/testbin-release.log >&2; echo "building the release tools ($(RELEASE_TESTBIN_SETS)) failed" >&2; exit 1; }; \
+	wait $$later || { cat build/testbin-release.log >&2; echo "building stock CoreDNS (test/cmd/stockcoredns) or the release tools ($(RELEASE_TESTBIN_SETS)) failed" >&2; exit 1; }; \
 	trap - EXIT
 
 test-unit: ## unit tests only (seconds)

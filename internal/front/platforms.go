@@ -16,12 +16,6 @@ import (
 // and how it is recognised. docs/platforms.md's table is generated from it
 // (TestPlatformTable).
 
-// HungCostTODO stands where the cost of a hung standalone server, per
-// forwarded name, at a CoreDNS version, has not been measured yet. It is
-// the only placeholder of the table: no figure is written before it is
-// measured.
-const HungCostTODO = "TODO: not measured yet"
-
 // Shipped is a DNS server version a platform ships.
 type Shipped struct {
 	// Release is the platform's release ("Kubernetes 1.35").
@@ -35,9 +29,54 @@ type Shipped struct {
 	// Source is the file (repository, path, commit or tag) or page the
 	// version was read from.
 	Source string
-	// HungCost is what a hung standalone server costs per forwarded name
-	// at this version, as measured; HungCostTODO until it is.
-	HungCost string
+}
+
+// HungCost says what a hung standalone server costs a lookup at this
+// version: test/e2e TestFrontAtShippedVersions measures it for every
+// CoreDNS version of the table, and docs/platforms.md has its figures
+// ("At each CoreDNS version a platform ships").
+func (s Shipped) HungCost() string {
+	switch {
+	case s.CoreDNS == "":
+		return "kube-dns has no stand-in: clusterset names fail while it is away"
+	case s.ReadTimeout():
+		return "the read timeout (" + DefaultReadTimeout.String() + ") per forwarded name, until the health checks mark it down"
+	}
+	return "2 s per forwarded name (forward's fixed read timeout) in the first seconds of a hang; a client with `timeout:1` can fail a lookup then"
+}
+
+// ShippedCoreDNS returns the CoreDNS versions of the table, each once, in
+// ascending order.
+func ShippedCoreDNS() []string {
+	var versions []string
+	for _, r := range Table {
+		for _, v := range r.Versions {
+			if v.CoreDNS != "" && !slices.Contains(versions, v.CoreDNS) {
+				versions = append(versions, v.CoreDNS)
+			}
+		}
+	}
+	slices.SortFunc(versions, func(a, b string) int {
+		va, _ := parseVersion(a)
+		vb, _ := parseVersion(b)
+		return slices.Compare(va[:], vb[:])
+	})
+	return versions
+}
+
+// ShipsCoreDNS reports whether a platform of form p ships CoreDNS version.
+func ShipsCoreDNS(p Platform, version string) bool {
+	for _, r := range Table {
+		if r.Form != p {
+			continue
+		}
+		for _, v := range r.Versions {
+			if v.CoreDNS == version {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // ReadTimeout reports whether this CoreDNS has forward's read_timeout,
@@ -245,8 +284,8 @@ var Table = []Info{
 		Name: "openshift", Form: OpenShift, Title: "OpenShift (DNS operator)",
 		Server: "CoreDNS (openshift/coredns), a DaemonSet openshift-dns/dns-default the operator writes",
 		Versions: []Shipped{
-			{Release: "OpenShift 4.19, 4.20", Server: "CoreDNS 1.11.3", CoreDNS: "1.11.3", Source: openShiftSource + "release-4.19, release-4.20", HungCost: HungCostTODO},
-			{Release: "OpenShift 4.21, 4.22, 4.23", Server: "CoreDNS 1.13.1", CoreDNS: "1.13.1", Source: openShiftSource + "release-4.21 to release-4.23 (main: the same)", HungCost: HungCostTODO},
+			{Release: "OpenShift 4.19, 4.20", Server: "CoreDNS 1.11.3", CoreDNS: "1.11.3", Source: openShiftSource + "release-4.19, release-4.20"},
+			{Release: "OpenShift 4.21, 4.22, 4.23", Server: "CoreDNS 1.13.1", CoreDNS: "1.13.1", Source: openShiftSource + "release-4.21 to release-4.23 (main: the same)"},
 		},
 		Config:   "`spec.servers` of `dns.operator.openshift.io/default`, which the operator renders into ConfigMap openshift-dns/dns-default (openshift/cluster-dns-operator pkg/operator/controller/controller_dns_configmap.go)",
 		Owner:    "the DNS operator owns openshift-dns; the DNS resource `default` is the cluster admin's, and `spec.servers` is the supported way (each entry a server block that only forwards)",
@@ -265,9 +304,9 @@ var Table = []Info{
 		Name: "eks", Form: EKS, Title: "EKS CoreDNS add-on",
 		Server: "CoreDNS (the add-on's eksbuild images)",
 		Versions: []Shipped{
-			{Release: "EKS 1.33, 1.34 (add-on)", Server: "CoreDNS 1.12.4 (v1.12.4-eksbuild.1)", CoreDNS: "1.12.4", Source: eksDocsSource, HungCost: HungCostTODO},
-			{Release: "EKS 1.35 (EKS Distro)", Server: "CoreDNS 1.14.3", CoreDNS: "1.14.3", Source: fmt.Sprintf(eksDistroSource, "1-35"), HungCost: HungCostTODO},
-			{Release: "EKS 1.36 (EKS Distro)", Server: "CoreDNS 1.14.3", CoreDNS: "1.14.3", Source: fmt.Sprintf(eksDistroSource, "1-36"), HungCost: HungCostTODO},
+			{Release: "EKS 1.33, 1.34 (add-on)", Server: "CoreDNS 1.12.4 (v1.12.4-eksbuild.1)", CoreDNS: "1.12.4", Source: eksDocsSource},
+			{Release: "EKS 1.35 (EKS Distro)", Server: "CoreDNS 1.14.3", CoreDNS: "1.14.3", Source: fmt.Sprintf(eksDistroSource, "1-35")},
+			{Release: "EKS 1.36 (EKS Distro)", Server: "CoreDNS 1.14.3", CoreDNS: "1.14.3", Source: fmt.Sprintf(eksDistroSource, "1-36")},
 		},
 		Config:   "the add-on's configuration value `corefile` (`aws eks update-addon --configuration-values`), which the add-on writes into ConfigMap kube-system/coredns",
 		Owner:    "the EKS add-on manager (field manager `eks`) owns kube-system/coredns and reverts edits to its fields: `--apply` refuses; a self-managed CoreDNS (no `eks` manager) is yours, edited as kubeadm's (`--platform kubeadm --apply`)",
@@ -290,8 +329,8 @@ var Table = []Info{
 		Name: "aks", Form: AKS, Title: "AKS",
 		Server: "CoreDNS (mcr.microsoft.com/oss/v2/kubernetes/coredns images)",
 		Versions: []Shipped{
-			{Release: "AKS, Kubernetes 1.34 and later", Server: "CoreDNS 1.13.1 (v1.13.1-1)", CoreDNS: "1.13.1", Source: aksSource + " (\"CoreDNS image on AKS clusters with version >= 1.34.0 updated to v1.13.1-1\")", HungCost: HungCostTODO},
-			{Release: "AKS release v20260717 (Kubernetes minors not stated)", Server: "CoreDNS 1.14.3 (v1.14.3-11), besides 1.11.3, 1.12.1, 1.13.1", CoreDNS: "1.14.3", Source: aksSource + " (release notes 2026-07-17: CoreDNS images updated)", HungCost: HungCostTODO},
+			{Release: "AKS, Kubernetes 1.34 and later", Server: "CoreDNS 1.13.1 (v1.13.1-1)", CoreDNS: "1.13.1", Source: aksSource + " (\"CoreDNS image on AKS clusters with version >= 1.34.0 updated to v1.13.1-1\")"},
+			{Release: "AKS release v20260717 (Kubernetes minors not stated)", Server: "CoreDNS 1.14.3 (v1.14.3-11), besides 1.11.3, 1.12.1, 1.13.1", CoreDNS: "1.14.3", Source: aksSource + " (release notes 2026-07-17: CoreDNS images updated)"},
 		},
 		Config:   "the keys of ConfigMap kube-system/coredns-custom: `*.server` are server blocks of their own (\"Customize CoreDNS with Azure Kubernetes Service\")",
 		Owner:    "AKS owns kube-system/coredns (labelled `kubernetes.azure.com/managedby: aks`); coredns-custom is yours: `--apply` writes its key",
@@ -307,9 +346,9 @@ var Table = []Info{
 		Name: "k3s", Form: K3s, Title: "k3s",
 		Server: "CoreDNS (rancher/mirrored-coredns-coredns)",
 		Versions: []Shipped{
-			{Release: "k3s v1.35.6+k3s1", Server: "CoreDNS 1.14.4", CoreDNS: "1.14.4", Source: k3sSource + "v1.35.6+k3s1", HungCost: HungCostTODO},
-			{Release: "k3s v1.36.1+k3s1", Server: "CoreDNS 1.14.3", CoreDNS: "1.14.3", Source: k3sSource + "v1.36.1+k3s1", HungCost: HungCostTODO},
-			{Release: "k3s v1.36.2+k3s1 (pre-release)", Server: "CoreDNS 1.14.4", CoreDNS: "1.14.4", Source: k3sSource + "v1.36.2+k3s1", HungCost: HungCostTODO},
+			{Release: "k3s v1.35.6+k3s1", Server: "CoreDNS 1.14.4", CoreDNS: "1.14.4", Source: k3sSource + "v1.35.6+k3s1"},
+			{Release: "k3s v1.36.1+k3s1", Server: "CoreDNS 1.14.3", CoreDNS: "1.14.3", Source: k3sSource + "v1.36.1+k3s1"},
+			{Release: "k3s v1.36.2+k3s1 (pre-release)", Server: "CoreDNS 1.14.4", CoreDNS: "1.14.4", Source: k3sSource + "v1.36.2+k3s1"},
 		},
 		Config:   "ConfigMap kube-system/coredns-custom: its Corefile imports `/etc/coredns/custom/*.server` at the top level and `*.override` in `.:53` from that optional ConfigMap (manifests/coredns.yaml of k3s)",
 		Owner:    "k3s's deploy controller owns kube-system/coredns and rewrites it from its manifest; coredns-custom is yours: `--apply` writes its key",
@@ -328,8 +367,8 @@ var Table = []Info{
 		Name: "rke2", Form: RKE2, Title: "rke2",
 		Server: "CoreDNS (rancher/hardened-coredns), chart rke2-coredns",
 		Versions: []Shipped{
-			{Release: "rke2 1.35", Server: "CoreDNS 1.14.7 (v1.14.7-build20260819)", CoreDNS: "1.14.7", Source: rke2Source + "release-1.35 at 624a9190708b", HungCost: HungCostTODO},
-			{Release: "rke2 1.36", Server: "CoreDNS 1.14.7 (v1.14.7-build20260819)", CoreDNS: "1.14.7", Source: rke2Source + "release-1.36 at d9ca309c023e", HungCost: HungCostTODO},
+			{Release: "rke2 1.35", Server: "CoreDNS 1.14.7 (v1.14.7-build20260819)", CoreDNS: "1.14.7", Source: rke2Source + "release-1.35 at 624a9190708b"},
+			{Release: "rke2 1.36", Server: "CoreDNS 1.14.7 (v1.14.7-build20260819)", CoreDNS: "1.14.7", Source: rke2Source + "release-1.36 at d9ca309c023e"},
 		},
 		Config:   "the values of the HelmChart kube-system/rke2-coredns, given by a HelmChartConfig of that name",
 		Owner:    "rke2's helm-controller owns the chart's objects and rewrites them from the chart: `--apply` prints the HelmChartConfig to apply",
@@ -346,7 +385,7 @@ var Table = []Info{
 		Name: "coredns-chart", Form: CoreDNSChart, Title: "coredns Helm chart",
 		Server: "CoreDNS (the chart's appVersion unless its values set image.tag)",
 		Versions: []Shipped{
-			{Release: "chart 1.46.2", Server: "CoreDNS 1.13.1 (appVersion)", CoreDNS: "1.13.1", Source: "charts/coredns/Chart.yaml of coredns/helm at caac03169738", HungCost: HungCostTODO},
+			{Release: "chart 1.46.2", Server: "CoreDNS 1.13.1 (appVersion)", CoreDNS: "1.13.1", Source: "charts/coredns/Chart.yaml of coredns/helm at caac03169738"},
 		},
 		Config:   "the release's values: `servers[]` (charts/coredns/values.yaml of coredns/helm)",
 		Owner:    "Helm owns the ConfigMap it renders (`app.kubernetes.io/managed-by: Helm`): `--apply` prints the values for `helm upgrade`",
@@ -366,9 +405,9 @@ var Table = []Info{
 		Name: "kubeadm", Form: Kubeadm, Title: "kubeadm, and any CoreDNS whose Corefile you may edit",
 		Server: "CoreDNS (registry.k8s.io/coredns/coredns)",
 		Versions: []Shipped{
-			{Release: "Kubernetes 1.35", Server: "CoreDNS 1.13.1", CoreDNS: "1.13.1", Source: kubeadmSource + "v1.35.0 and v1.35.4", HungCost: HungCostTODO},
-			{Release: "Kubernetes 1.36", Server: "CoreDNS 1.14.2", CoreDNS: "1.14.2", Source: kubeadmSource + "v1.36.0 and v1.36.3", HungCost: HungCostTODO},
-			{Release: "Kubernetes 1.37", Server: "CoreDNS " + KubeadmCoreDNSVersion, CoreDNS: KubeadmCoreDNSVersion, Source: kubeadmSource + "v1.37.1 and v1.37.2", HungCost: HungCostTODO},
+			{Release: "Kubernetes 1.35", Server: "CoreDNS 1.13.1", CoreDNS: "1.13.1", Source: kubeadmSource + "v1.35.0 and v1.35.4"},
+			{Release: "Kubernetes 1.36", Server: "CoreDNS 1.14.2", CoreDNS: "1.14.2", Source: kubeadmSource + "v1.36.0 and v1.36.3"},
+			{Release: "Kubernetes 1.37", Server: "CoreDNS " + KubeadmCoreDNSVersion, CoreDNS: KubeadmCoreDNSVersion, Source: kubeadmSource + "v1.37.1 and v1.37.2"},
 		},
 		Config:   "ConfigMap kube-system/coredns key Corefile (cmd/kubeadm/app/phases/addons/dns/manifests.go)",
 		Owner:    "the cluster admin: kubeadm writes it at init and upgrade only; `--apply` writes it",
@@ -384,7 +423,7 @@ var Table = []Info{
 		Name: "gke", Form: KubeDNS, Title: "GKE (kube-dns)",
 		Server: "kube-dns (GKE Standard's default; Autopilot uses Cloud DNS for GKE)",
 		Versions: []Shipped{
-			{Release: "GKE", Server: "kube-dns (GKE's version was not found); not CoreDNS", Source: "cloud.google.com/kubernetes-engine/docs/how-to/kube-dns", HungCost: HungCostTODO},
+			{Release: "GKE", Server: "kube-dns (GKE's version was not found); not CoreDNS", Source: "cloud.google.com/kubernetes-engine/docs/how-to/kube-dns"},
 		},
 		Config:   "`stubDomains` of ConfigMap kube-system/kube-dns (labelled `addonmanager.kubernetes.io/mode: EnsureExists`: the addon manager creates it and leaves edits alone). With Cloud DNS for GKE (Autopilot's default) kube-dns does not answer, and whether Cloud DNS honours those stub domains was not found",
 		Owner:    "GKE's addon manager owns the kube-dns Deployment (Reconcile), not its ConfigMap: `--apply` writes the stub domains (not on Autopilot, where kube-dns's configuration may not be changed)",
@@ -399,7 +438,7 @@ var Table = []Info{
 		Name: "kube-dns", Form: KubeDNS, Title: "kube-dns instead of CoreDNS",
 		Server: "kube-dns",
 		Versions: []Shipped{
-			{Release: "the Kubernetes addon, v1.37.1", Server: "kube-dns 1.26.8 (k8s-dns-kube-dns); not CoreDNS", Source: "cluster/addons/dns/kube-dns/kube-dns.yaml.in of Kubernetes v1.37.1", HungCost: HungCostTODO},
+			{Release: "the Kubernetes addon, v1.37.1", Server: "kube-dns 1.26.8 (k8s-dns-kube-dns); not CoreDNS", Source: "cluster/addons/dns/kube-dns/kube-dns.yaml.in of Kubernetes v1.37.1"},
 		},
 		Config:   "`stubDomains` of ConfigMap kube-system/kube-dns",
 		Owner:    "the cluster admin (the addon's ConfigMap is EnsureExists): `--apply` writes it",
@@ -521,7 +560,7 @@ func Markdown() string {
 			case v.ReadTimeout():
 				rt = "yes"
 			}
-			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", r.Name, cell(v.Release), cell(v.Server), cell(v.Source), rt, cell(v.HungCost))
+			fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", r.Name, cell(v.Release), cell(v.Server), cell(v.Source), rt, cell(v.HungCost()))
 		}
 	}
 	return b.String()

@@ -29,12 +29,19 @@ type shippedFront struct {
 	platform mcsfront.Platform
 }
 
-// shippedFronts are the distinct CoreDNS versions the platforms of
-// docs/platforms.md ship, each with one platform's Corefile.
-var shippedFronts = []shippedFront{
-	{"v1.13.1", mcsfront.K3s},
-	{"v1.14.6", mcsfront.Kubeadm},
-	{"v1.15.0", mcsfront.Kubeadm},
+// shippedFronts are the CoreDNS versions the platforms of internal/front's
+// table ship (front.ShippedCoreDNS), each with k3s's Corefile where k3s
+// ships it, else kubeadm's; and v1.15.0, this module's.
+func shippedFronts() []shippedFront {
+	var fronts []shippedFront
+	for _, v := range append(mcsfront.ShippedCoreDNS(), "1.15.0") {
+		p := mcsfront.Kubeadm
+		if mcsfront.ShipsCoreDNS(mcsfront.K3s, v) {
+			p = mcsfront.K3s
+		}
+		fronts = append(fronts, shippedFront{"v" + v, p})
+	}
+	return fronts
 }
 
 // frontClient is one C library with one resolv.conf options line.
@@ -68,12 +75,12 @@ func (c frontClient) label() string {
 // what kubectl mcs front writes for that version, in front of coredns-mcs
 // standalone, and looks names up through it with getaddrinfo of musl and
 // glibc, with a pod's resolv.conf (ndots:5, and ndots:5 timeout:1), while
-// the standalone server is up, killed, started again, hung (SIGSTOP) and
-// resumed. External and local names never fail in any phase with the C
-// libraries' default time-outs; where the version has forward's
-// read_timeout, not with timeout:1 either, and a hang costs an external
-// lookup less than the forward's fixed 2 s read timeout; where it has
-// not, a hang costs it one such timeout, not two. The table of what
+// the standalone server is up (4 s), killed (4 s), started again (4 s),
+// hung (SIGSTOP, 6 s) and resumed (4 s). External and local names never
+// fail in any phase with the C libraries' default time-outs; where the
+// version has forward's read_timeout, not with timeout:1 either, and a
+// hang costs an external lookup less than the forward's fixed 2 s read
+// timeout; where it has not, one such timeout, not two. The table of what
 // each client saw per phase is logged: docs/platforms.md quotes it.
 func TestFrontAtShippedVersions(t *testing.T) {
 	cresolve.Require(t)
@@ -88,8 +95,11 @@ func TestFrontAtShippedVersions(t *testing.T) {
 	} else {
 		t.Fatal(err)
 	}
-	for i, sf := range shippedFronts {
+	for i, sf := range shippedFronts() {
 		t.Run(sf.version+"/"+string(sf.platform), func(t *testing.T) {
+			// Most of a run waits for the phases' time: the versions run
+			// side by side, as many as -parallel lets.
+			t.Parallel()
 			bin, err := stockAt(sf.version)
 			if err != nil {
 				t.Fatal(err)
@@ -169,24 +179,24 @@ func TestFrontAtShippedVersions(t *testing.T) {
 				})
 			}
 			begin("up")
-			hold(6 * time.Second)
+			hold(4 * time.Second)
 			begin("killed")
 			standalone.kill(t)
-			hold(6 * time.Second)
+			hold(4 * time.Second)
 			begin("started again")
 			standalone.start(t)
-			hold(6 * time.Second)
+			hold(4 * time.Second)
 			begin("hung (SIGSTOP)")
 			if err := standalone.process.Signal(syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = standalone.process.Signal(syscall.SIGCONT) })
-			hold(8 * time.Second)
+			hold(6 * time.Second)
 			begin("resumed")
 			if err := standalone.process.Signal(syscall.SIGCONT); err != nil {
 				t.Fatal(err)
 			}
-			hold(6 * time.Second)
+			hold(4 * time.Second)
 			phases[len(phases)-1].end = cresolve.Now()
 
 			hasReadTimeout := mcsfront.Options{CoreDNSVersion: sf.version}.UsesReadTimeout()

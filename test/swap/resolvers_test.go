@@ -226,7 +226,17 @@ type resolverCase struct {
 	// importMayFail: the import-only name may answer NXDOMAIN (the
 	// front's stand-in, or stock CoreDNS alone) in this window.
 	importMayFail bool
+	// slowMayMiss: while the standalone server is up, a lookup it answers
+	// slower than the front's read timeout (a starved node) gets the
+	// stand-in's NXDOMAIN for that one query (docs/platforms.md): an
+	// import lookup may answer NXDOMAIN now and then, never twice in a
+	// row and at most once in maxSlowMisses lookups.
+	slowMayMiss bool
 }
+
+// maxSlowMisses bounds the stand-in's answers to the import while the
+// standalone server is up: one in this many lookups.
+const maxSlowMisses = 20
 
 // kindStats is what one client's lookups of one kind in one case gave.
 type kindStats struct {
@@ -329,6 +339,14 @@ func (r *resolvers) check(cases []resolverCase) string {
 				if len(st.failed) == 0 {
 					continue
 				}
+				if kind == kindImport && cs.slowMayMiss {
+					if msg := slowMisses(lines[c.name], st); msg != "" {
+						t.Errorf("%s, %s: %s", cs.name, c.name, msg)
+					} else {
+						t.Logf("%s, %s: %d of %d import lookups answered NXDOMAIN, each alone (the standalone server slower than the front's read timeout)", cs.name, c.name, len(st.failed), st.lookups)
+					}
+					continue
+				}
 				if kind != kindImport || !cs.importMayFail {
 					t.Errorf("%s, %s: %d of %d %s lookups failed: %s", cs.name, c.name, len(st.failed), st.lookups, kind, failureDetails(st.failed))
 					continue
@@ -357,6 +375,33 @@ func (r *resolvers) check(cases []resolverCase) string {
 		}
 	}
 	return table.String()
+}
+
+// slowMisses says what is wrong with the failed import lookups of a case
+// where only a lookup slower than the read timeout may miss: a failure
+// other than EAI_NONAME, two in a row, or more than one in maxSlowMisses.
+func slowMisses(all []resolution, st kindStats) string {
+	for _, f := range st.failed {
+		if f.status != "EAI_NONAME" {
+			return "an import lookup failed otherwise than NXDOMAIN: " + failureDetails([]resolution{f})
+		}
+	}
+	if len(st.failed)*maxSlowMisses > st.lookups {
+		return fmt.Sprintf("%d of %d import lookups answered NXDOMAIN: more than one in %d", len(st.failed), st.lookups, maxSlowMisses)
+	}
+	var previous *resolution
+	for i := range all {
+		l := &all[i]
+		if l.kind() != kindImport {
+			continue
+		}
+		if previous != nil && slices.ContainsFunc(st.failed, func(f resolution) bool { return f.at == previous.at }) &&
+			slices.ContainsFunc(st.failed, func(f resolution) bool { return f.at == l.at }) {
+			return "two import lookups in a row answered NXDOMAIN: " + failureDetails([]resolution{*previous, *l})
+		}
+		previous = l
+	}
+	return ""
 }
 
 // standalonePod returns the running, ready standalone server's pod and the
@@ -423,6 +468,7 @@ func (s *scenario) standaloneOutages(r *resolvers, webIP string, stock digResult
 	}
 
 	c := begin("up", false)
+	c.slowMayMiss = true
 	r.waitUntil(c.start + least)
 
 	c = begin("scaled to 0", true)
