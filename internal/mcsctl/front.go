@@ -99,9 +99,9 @@ func runFront(ctx context.Context, kube kubeclient.Interface, f *frontOptions, s
 		opts.CoreDNSVersion = version
 		switch {
 		case version == "":
-			fmt.Fprintf(stderr, "# CoreDNS version: unknown (%s): no read_timeout, which CoreDNS before 1.14.5 refuses; a hung coredns-mcs then costs up to 2 s per forwarded name until forward's health checks mark it down (--coredns-version sets it)\n", from)
+			fmt.Fprintf(stderr, "# CoreDNS version: unknown (%s): no read_timeout, which CoreDNS before 1.14.5 refuses; %s (--coredns-version sets it)\n", from, oldForwardCost)
 		case !opts.UsesReadTimeout():
-			fmt.Fprintf(stderr, "# CoreDNS version: %s (%s): no read_timeout before 1.14.5; a hung coredns-mcs costs up to 2 s per forwarded name until forward's health checks mark it down\n", version, from)
+			fmt.Fprintf(stderr, "# CoreDNS version: %s (%s): no read_timeout before 1.14.5; %s\n", version, from, oldForwardCost)
 		default:
 			fmt.Fprintf(stderr, "# CoreDNS version: %s (%s)\n", version, from)
 		}
@@ -119,6 +119,11 @@ func runFront(ctx context.Context, kube kubeclient.Interface, f *frontOptions, s
 	}
 	return frontApply(ctx, kube, row, opts, live, stdout, stderr)
 }
+
+// oldForwardCost is what a hung standalone server costs behind a CoreDNS
+// without forward's read_timeout, as test/e2e TestFrontAtShippedVersions
+// measures it at every such version (docs/platforms.md).
+const oldForwardCost = "a hung coredns-mcs costs a pod's lookup forward's fixed 2 s (one search-path expansion is forwarded) until two failed health checks mark it down, a few seconds; a client with resolv.conf timeout:1 can fail a lookup then (docs/platforms.md: At each CoreDNS version a platform ships). CoreDNS 1.14.5 and later keep it to the read timeout"
 
 // detect returns the platform of --platform, else the one the cluster's
 // DNS objects show (front.Detect, on front.Table), and why.

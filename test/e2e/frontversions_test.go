@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -89,6 +90,16 @@ func TestFrontAtShippedVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	binaries := map[string]string{"musl": musl, "glibc": glibc}
+	// After every version's run (parallel subtests end before the
+	// parent's cleanup), the rows of docs/platforms.md's table.
+	t.Cleanup(func() {
+		slices.SortFunc(summaries.rows, func(a, b summaryRow) int { return slices.Compare(a.version[:], b.version[:]) })
+		var b strings.Builder
+		for _, r := range summaries.rows {
+			b.WriteString(r.text + "\n")
+		}
+		t.Log("rows of docs/platforms.md (At each CoreDNS version a platform ships):\n" + b.String())
+	})
 	kubernetesIP := ""
 	if svc, err := kube.CoreV1().Services("default").Get(context.Background(), "kubernetes", meta.GetOptions{}); err == nil {
 		kubernetesIP = svc.Spec.ClusterIP
@@ -200,6 +211,7 @@ func TestFrontAtShippedVersions(t *testing.T) {
 			phases[len(phases)-1].end = cresolve.Now()
 
 			hasReadTimeout := mcsfront.Options{CoreDNSVersion: sf.version}.UsesReadTimeout()
+			var sum versionSummary
 			var table strings.Builder
 			fmt.Fprintf(&table, "CoreDNS %s, %s's Corefile (read_timeout: %v): failed lookups, and external lookups' p50 / p99 / max ms\n", sf.version, sf.platform, hasReadTimeout)
 			for ci, c := range clients {
@@ -213,6 +225,7 @@ func TestFrontAtShippedVersions(t *testing.T) {
 					}
 					fmt.Fprintf(&table, "  %-18s %-15s failed %d of %d, import %d answered %d NXDOMAIN, external %.0f / %.0f / %.0f%s\n",
 						c.Name, p.name, len(s.failed), s.lookups, s.importAnswered, s.importNXDOMAIN, s.p50, s.p99, s.max, slow)
+					sum.add(c.Name, timeout1, p, s)
 					if len(s.failed) == 0 {
 						continue
 					}
@@ -239,6 +252,9 @@ func TestFrontAtShippedVersions(t *testing.T) {
 				}
 			}
 			t.Log("\n" + table.String())
+			summaries.Lock()
+			summaries.rows = append(summaries.rows, sum.row(sf))
+			summaries.Unlock()
 			for _, name := range upstream.asked() {
 				if strings.HasSuffix(name, "cluster.local.") {
 					t.Errorf("the upstream resolver was asked %s", name)
@@ -338,6 +354,81 @@ func startShippedFront(t *testing.T, sf shippedFront, bin, standalone, upstream 
 	s := &server{addr: host + ":53", ready: fmt.Sprintf("http://127.0.0.1:%d/ready", readyPort), corefile: corefile}
 	s.log = harness.StartCoreDNS(t, "CoreDNS "+sf.version+" with "+string(sf.platform)+"'s Corefile and the front's blocks", bin, path, s.addr, s.isReady)
 	return &frontOnLoopback{server: s, host: host}
+}
+
+// summaries gathers a row per version, from the parallel subtests.
+var summaries struct {
+	sync.Mutex
+	rows []summaryRow
+}
+
+type summaryRow struct {
+	version [3]int
+	text    string
+}
+
+// versionSummary adds up what the clients saw at one version.
+type versionSummary struct {
+	failedDefault, failedT1 []string // "client: n of m lookups while PHASE"
+	hungMax, killedMax      float64  // external lookups, ms
+	upP50                   float64  // the largest p50 of "up"
+	slowFor                 float64  // the last lookup of 1 s or more began this long into the hang
+}
+
+func (v *versionSummary) add(client string, timeout1 bool, p frontPhase, s frontPhaseStats) {
+	if len(s.failed) > 0 {
+		f := fmt.Sprintf("%s: %d of %d lookups while %s", client, len(s.failed), s.lookups, p.name)
+		if timeout1 {
+			v.failedT1 = append(v.failedT1, f)
+		} else {
+			v.failedDefault = append(v.failedDefault, f)
+		}
+	}
+	switch p.name {
+	case "up":
+		v.upP50 = max(v.upP50, s.p50)
+	case "killed":
+		v.killedMax = max(v.killedMax, s.max)
+	case "hung (SIGSTOP)":
+		v.hungMax = max(v.hungMax, s.max)
+		if s.slowUntil > 0 {
+			v.slowFor = max(v.slowFor, s.slowUntil-p.start)
+		}
+	}
+}
+
+// row is the version's row of docs/platforms.md's table.
+func (v *versionSummary) row(sf shippedFront) summaryRow {
+	version := strings.TrimPrefix(sf.version, "v")
+	var shippers []string
+	for _, r := range mcsfront.Table {
+		if mcsfront.ShipsCoreDNS(r.Form, version) && !slices.Contains(shippers, r.Name) {
+			shippers = append(shippers, r.Name)
+		}
+	}
+	if len(shippers) == 0 {
+		shippers = []string{"(this project's build)"}
+	}
+	failed := func(f []string) string {
+		if len(f) == 0 {
+			return "0"
+		}
+		return strings.Join(f, "; ")
+	}
+	hung := fmt.Sprintf("%.0f ms", v.hungMax)
+	if v.slowFor > 0 {
+		hung = fmt.Sprintf("%.1f s, for lookups that began in the first %.1f s of the hang", v.hungMax/1000, v.slowFor)
+	}
+	pv, _ := parseShippedVersion(version)
+	return summaryRow{version: pv, text: fmt.Sprintf("| %s | %s | %s's | %s | %s | %s (up: p50 %.0f ms) | %.0f ms |",
+		version, strings.Join(shippers, ", "), sf.platform, failed(v.failedDefault), failed(v.failedT1), hung, v.upP50, v.killedMax)}
+}
+
+// parseShippedVersion reads "1.14.6".
+func parseShippedVersion(s string) ([3]int, bool) {
+	var v [3]int
+	_, err := fmt.Sscanf(s, "%d.%d.%d", &v[0], &v[1], &v[2])
+	return v, err == nil
 }
 
 // A frontPhase is a stretch of time (CLOCK_BOOTTIME) with the standalone
