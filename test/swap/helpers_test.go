@@ -205,16 +205,24 @@ func corednsBinary(t *testing.T, dir string) string {
 	return b
 }
 
-// stockCoreDNS builds CoreDNS v1.15.0's own main package, with upstream's
-// plugins, from the module graph of this repository.
+// stockCoreDNS returns CoreDNS at stockVersion, built from that release's
+// own module (harness.StockCoreDNS), copied into dir.
 func stockCoreDNS(t *testing.T, dir string) string {
 	t.Helper()
 	began := time.Now()
-	b, err := harness.GoBuild(filepath.Join(dir, "coredns-stock"), "github.com/coredns/coredns")
+	cached, err := harness.StockCoreDNS(stockVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("go build github.com/coredns/coredns: %.1fs", time.Since(began).Seconds())
+	data, err := os.ReadFile(cached)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := filepath.Join(dir, "coredns-stock")
+	if err := os.WriteFile(b, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stock CoreDNS %s: %.1fs", stockVersion, time.Since(began).Seconds())
 	return b
 }
 
