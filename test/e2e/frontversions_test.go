@@ -431,6 +431,10 @@ func parseShippedVersion(s string) ([3]int, bool) {
 	return v, err == nil
 }
 
+// maxUpMisses: while the standalone server is up, at most one import
+// lookup in this many may get the stand-in's NXDOMAIN.
+const maxUpMisses = 20
+
 // A frontPhase is a stretch of time (CLOCK_BOOTTIME) with the standalone
 // server in one state.
 type frontPhase struct {
@@ -449,9 +453,13 @@ type frontPhaseStats struct {
 // stats judges the lookups that began in the phase: a name of want must
 // answer its address, an external name 192.0.2.1 (the upstream's); the
 // import may answer NXDOMAIN (EAI_NONAME) outside "up", never an error.
+// Up, an import answer slower than the read timeout (a starved machine)
+// is the stand-in's NXDOMAIN for that one query (docs/platforms.md): one
+// alone is allowed, never two in a row, nor more than one in maxUpMisses.
 func (p frontPhase) stats(lines []cresolve.Line, want map[string]string, importName string) frontPhaseStats {
 	var s frontPhaseStats
 	var external []float64
+	imports, lastMissed := 0, false
 	for _, l := range lines {
 		if l.At < p.start || l.At >= p.end {
 			continue
@@ -465,14 +473,24 @@ func (p frontPhase) stats(lines []cresolve.Line, want map[string]string, importN
 			expect = "192.0.2.1"
 			external = append(external, l.MS)
 		}
-		switch {
-		case l.Status == "ok" && slices.Contains(l.Addrs, expect):
-			if l.Name == importName {
+		answered := l.Status == "ok" && slices.Contains(l.Addrs, expect)
+		if l.Name == importName {
+			imports++
+			missed := l.Status == "EAI_NONAME"
+			switch {
+			case answered:
 				s.importAnswered++
+			case missed && p.name != "up":
+				s.importNXDOMAIN++
+			case missed && !lastMissed && (s.importNXDOMAIN+1)*maxUpMisses <= imports+maxUpMisses:
+				s.importNXDOMAIN++
+			default:
+				s.failed = append(s.failed, fmt.Sprintf("%s %s %v after %.0f ms", l.Name, l.Status, l.Addrs, l.MS))
 			}
-		case l.Name == importName && l.Status == "EAI_NONAME" && p.name != "up":
-			s.importNXDOMAIN++
-		default:
+			lastMissed = missed
+			continue
+		}
+		if !answered {
 			s.failed = append(s.failed, fmt.Sprintf("%s %s %v after %.0f ms", l.Name, l.Status, l.Addrs, l.MS))
 		}
 	}

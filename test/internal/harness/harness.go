@@ -21,21 +21,35 @@ import (
 // moment ago: coredns serves DNS on both.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	for range 20 {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for range 50 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
+		if handedOut.ports[port] {
+			continue
+		}
 		if u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
 			u.Close()
+			handedOut.ports[port] = true
 			return port
 		}
 	}
 	t.Fatal("no port free for both TCP and UDP on 127.0.0.1")
 	return 0
 }
+
+// handedOut are the ports FreePort returned: never twice in a process, so
+// that a server a test stops and starts again on its port (tests running
+// in parallel) does not find it given to another.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
 
 // Output collects what a process writes. Its stdout and stderr are copied
 // by goroutines of their own while tests read it, hence the lock.
