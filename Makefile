@@ -26,7 +26,7 @@ KUBECTL_MCS := build/kubectl-mcs
 IMAGE_TAG ?= $(if $(filter file,$(origin VERSION)),$(RELEASE_VERSION),$(VERSION))
 IMAGE ?= ghcr.io/coredns-mcs/coredns-mcs:$(IMAGE_TAG)
 
-.PHONY: all build kubectl-mcs gen check-gen test test-unit test-e2e testbin run help lint clean image image-name release release-check release-version sbom vulncheck bench
+.PHONY: all build kubectl-mcs gen check-gen test test-unit test-e2e testbin run run-front help lint clean image image-name release release-check release-version sbom vulncheck bench
 
 all: build kubectl-mcs
 
@@ -114,6 +114,17 @@ test-unit: ## unit tests only (seconds)
 # to a free port, which it prints; a port given is used as given.
 run: build kubectl-mcs ## a local API server with example objects (builds kube-apiserver and etcd only), and coredns on 127.0.0.1:1053 (and the kubectl mcs lines for it); PORT, HEALTH_PORT, READY_PORT, METRICS_PORT set its ports
 	@bash test/run.sh
+
+# make run-front: the same API server, coredns-mcs standalone behind stock
+# CoreDNS (docs/platforms.md) on loopback. COREDNS_VERSION (default the
+# version kubeadm ships, internal/front's KubeadmCoreDNSVersion) is built
+# once with go install github.com/coredns/coredns@vVERSION into
+# ~/.cache/coredns-mcs/stock-coredns; PLATFORM (kubeadm, the default, or k3s)
+# picks its Corefile. Ports: PORT (the front, default 1053), STANDALONE_PORT
+# (1054), STAND_IN_PORT (5301), and the front's HEALTH_PORT, READY_PORT,
+# METRICS_PORT, as make run's.
+run-front: build ## the same API server, coredns-mcs standalone behind stock CoreDNS (COREDNS_VERSION, PLATFORM=kubeadm|k3s) on 127.0.0.1:1053, and how to hang, stop and resume it
+	@bash test/run-front.sh
 
 # Not part of `make test`: it takes about a quarter of an hour and wants a
 # quiet machine. N sizes the throughput sets (default 1000), BENCH_BIG and

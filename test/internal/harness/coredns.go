@@ -161,13 +161,11 @@ func HTTPOK(url string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// StockCoreDNS returns stock CoreDNS at version ("v1.13.1"): its own main
-// package built from the module github.com/coredns/coredns at that version,
-// with the dependency versions of that release's go.mod (go install
-// pkg@version), as a platform ships it. It is cached under
-// ~/.cache/coredns-mcs/stock-coredns by version and Go toolchain; a build
-// holds a lock, so that parallel test processes build it once.
-func StockCoreDNS(version string) (string, error) {
+// StockCoreDNSPath returns where StockCoreDNS keeps stock CoreDNS at
+// version ("v1.13.1") built with the go command's toolchain:
+// ~/.cache/coredns-mcs/stock-coredns/VERSION-GOVERSION/coredns. The file is
+// there once it has been built.
+func StockCoreDNSPath(version string) (string, error) {
 	base, err := os.UserCacheDir()
 	if err != nil {
 		return "", err
@@ -176,11 +174,24 @@ func StockCoreDNS(version string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("go env GOVERSION: %w", err)
 	}
-	dir := filepath.Join(base, "coredns-mcs", "stock-coredns", version+"-"+strings.TrimSpace(string(goVersion)))
-	bin := filepath.Join(dir, "coredns")
+	return filepath.Join(base, "coredns-mcs", "stock-coredns", version+"-"+strings.TrimSpace(string(goVersion)), "coredns"), nil
+}
+
+// StockCoreDNS returns stock CoreDNS at version ("v1.13.1"): its own main
+// package built from the module github.com/coredns/coredns at that version,
+// with the dependency versions of that release's go.mod (go install
+// pkg@version), as a platform ships it. It is cached under
+// ~/.cache/coredns-mcs/stock-coredns by version and Go toolchain; a build
+// holds a lock, so that parallel test processes build it once.
+func StockCoreDNS(version string) (string, error) {
+	bin, err := StockCoreDNSPath(version)
+	if err != nil {
+		return "", err
+	}
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
+	dir := filepath.Dir(bin)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
