@@ -26,7 +26,7 @@ KUBECTL_MCS := build/kubectl-mcs
 IMAGE_TAG ?= $(if $(filter file,$(origin VERSION)),$(RELEASE_VERSION),$(VERSION))
 IMAGE ?= ghcr.io/coredns-mcs/coredns-mcs:$(IMAGE_TAG)
 
-.PHONY: all build kubectl-mcs gen check-gen test test-unit test-e2e testbin run lint clean image image-name release release-check release-version sbom vulncheck bench
+.PHONY: all build kubectl-mcs gen check-gen test test-unit test-e2e testbin run run-front help lint clean image image-name release release-check release-version sbom vulncheck bench
 
 all: build kubectl-mcs
 
@@ -110,8 +110,23 @@ test-unit: ## unit tests only (seconds)
 	$(GO) test -race -count=1 ./plugin/... ./internal/...
 	$(NORACE) -short ./coredns/...
 
-run: build kubectl-mcs ## a local API server with example objects (builds kube-apiserver and etcd only), and coredns on 127.0.0.1:1053 (and the kubectl mcs lines for it)
+# make run's ports on 127.0.0.1: PORT (DNS, default 1053), HEALTH_PORT,
+# READY_PORT, METRICS_PORT (default 18080, 18181, 19153, clear of a CoreDNS
+# of the machine's own on 8080, 8181, 9153). A default that is taken gives way
+# to a free port, which it prints; a port given is used as given.
+run: build kubectl-mcs ## a local API server with example objects (builds kube-apiserver and etcd only), and coredns on 127.0.0.1:1053 (and the kubectl mcs lines for it); PORT, HEALTH_PORT, READY_PORT, METRICS_PORT set its ports
 	@bash test/run.sh
+
+# make run-front: the same API server, coredns-mcs standalone behind stock
+# CoreDNS (docs/platforms.md) on loopback. COREDNS_VERSION (default the
+# version kubeadm ships, internal/front's KubeadmCoreDNSVersion) is built
+# once with go install github.com/coredns/coredns@vVERSION into
+# ~/.cache/coredns-mcs/stock-coredns; PLATFORM (kubeadm, the default, or k3s)
+# picks its Corefile. Ports: PORT (the front, default 1053), STANDALONE_PORT
+# (1054), STAND_IN_PORT (5301), and the front's HEALTH_PORT, READY_PORT,
+# METRICS_PORT, as make run's.
+run-front: build ## the same API server, coredns-mcs standalone behind stock CoreDNS (COREDNS_VERSION, PLATFORM=kubeadm|k3s) on 127.0.0.1:1053, and how to hang, stop and resume it
+	@bash test/run-front.sh
 
 # Not part of `make test`: it takes about a quarter of an hour and wants a
 # quiet machine. N sizes the throughput sets (default 1000), BENCH_BIG and
@@ -286,6 +301,9 @@ vulncheck: ## govulncheck of what a release ships, with the offline vulnerabilit
 	@set -euo pipefail; dir=$$(bash test/testbin/build.sh vuln); \
 	echo "vulncheck: database $$(cat $$dir/vulndb/SOURCE)" >&2; \
 	GOPROXY=off $$dir/govulncheck -db "file://$$dir/vulndb" $(VULNCHECK_PACKAGES)
+
+help: ## this list: the targets and what they do
+	@awk -F ':.*## ' '/^[a-z-]+:.*## / { printf "  %-16s %s\n", $$1, $$2 }' $(firstword $(MAKEFILE_LIST))
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

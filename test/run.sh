@@ -5,11 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-port=${PORT:-1053}
-# The health, readiness and metrics ports (test/release runs make run on free ones).
-health_port=${HEALTH_PORT:-8080}
-ready_port=${READY_PORT:-8181}
-metrics_port=${METRICS_PORT:-9153}
+# Its ports on 127.0.0.1: PORT (DNS, default 1053), HEALTH_PORT, READY_PORT
+# and METRICS_PORT (default 18080, 18181 and 19153: CoreDNS's own 8080, 8181
+# and 9153 are often held by a CoreDNS or another service of the machine). A
+# default that is taken gives way to a free port; a port set is used as set
+# (test/release runs make run on free ones).
 dir=$(mktemp -d -t coredns-mcs-run.XXXXXX)
 pids=()
 cleanup() {
@@ -19,62 +19,36 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup INT TERM EXIT
+. test/runlib.sh
 
-# Only the two binaries of the kube set that a local API server needs; the
-# rest of the set (kubelet, kubectl, ...) is for the node tests.
-if ! assets=$(bash test/testbin/build.sh --cached kube:kube-apiserver,etcd 2>/dev/null); then
-  # Measured with an empty Go build cache on a 2-core machine that also ran
-  # other builds: 10m22s and 12m50s.
-  echo "Building kube-apiserver and etcd from source, once: about 10 minutes on 2 cores, less with" >&2
-  echo "more (then cached in ${XDG_CACHE_HOME:-$HOME/.cache}/coredns-mcs/testbin)..." >&2
-  start=$SECONDS
-  assets=$(bash test/testbin/build.sh kube:kube-apiserver,etcd)
-  echo "Built kube-apiserver and etcd in $(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s." >&2
-fi
-go build -o "$dir/localcluster" ./test/cmd/localcluster
-
-KUBEBUILDER_ASSETS="$assets" "$dir/localcluster" \
-  -kubeconfig-out "$dir/kubeconfig" -apply manifests/examples -ready-file "$dir/cluster-ready" &
-pids+=($!)
-for _ in $(seq 1 600); do
-  [ -f "$dir/cluster-ready" ] && break
-  kill -0 "${pids[0]}" 2>/dev/null || { echo "the local API server failed to start" >&2; exit 1; }
-  sleep 0.2
-done
-[ -f "$dir/cluster-ready" ] || { echo "the local API server did not come up in time" >&2; exit 1; }
+run_build_helpers ./test/cmd/localcluster ./test/cmd/freeport
+run_start_cluster
+pids+=("$cluster_pid")
+run_pick_ports PORT=1053/dns HEALTH_PORT=18080 READY_PORT=18181 METRICS_PORT=19153
 
 cat > "$dir/Corefile" <<COREFILE
-.:$port {
+.:$PORT {
     errors
     log
-    health 127.0.0.1:$health_port
-    ready 127.0.0.1:$ready_port
+    health 127.0.0.1:$HEALTH_PORT
+    ready 127.0.0.1:$READY_PORT
     multicluster clusterset.local in-addr.arpa ip6.arpa {
-        kubeconfig $dir/kubeconfig
+        kubeconfig $kubeconfig
         fallback cluster.local
     }
     kubernetes cluster.local in-addr.arpa ip6.arpa {
-        kubeconfig $dir/kubeconfig
+        kubeconfig $kubeconfig
         pods insecure
         labels !multicluster.kubernetes.io/source-cluster
         fallthrough in-addr.arpa ip6.arpa
     }
-    prometheus 127.0.0.1:$metrics_port
+    prometheus 127.0.0.1:$METRICS_PORT
 }
 COREFILE
 
 build/coredns -conf "$dir/Corefile" &
 pids+=($!)
-ready() { # GET /ready of the ready plugin, without needing curl; a subshell, as a failed exec would end the script
-  ( exec 3<>/dev/tcp/127.0.0.1/$ready_port && printf 'GET /ready HTTP/1.0\r\n\r\n' >&3 && head -1 <&3 | grep -q ' 200 ' ) 2>/dev/null &&
-  # and the DNS port itself takes connections (the ready plugin may answer first)
-  ( exec 3<>/dev/tcp/127.0.0.1/$port ) 2>/dev/null
-}
-for _ in $(seq 1 100); do
-  ready && break
-  kill -0 "${pids[1]}" 2>/dev/null || { echo "coredns failed to start" >&2; exit 1; }
-  sleep 0.1
-done
+run_wait_ready coredns "${pids[1]}" "$READY_PORT" "$PORT"
 
 # kubectl mcs is build/kubectl-mcs: kubectl runs it as "kubectl mcs" when
 # build/ is on PATH. Without a kubectl, run it directly.
@@ -88,14 +62,14 @@ fi
 
 cat >&2 <<MSG
 
-coredns-mcs is serving on 127.0.0.1:$port (Corefile: $dir/Corefile). Try:
+coredns-mcs is serving on 127.0.0.1:$PORT (Corefile: $dir/Corefile). Try:
 
-  dig @127.0.0.1 -p $port checkout.demo.svc.cluster.local        # import only: answered from the import
-  dig @127.0.0.1 -p $port checkout.demo.svc.clusterset.local     # the same, in the clusterset zone
-  dig @127.0.0.1 -p $port frontend.demo.svc.cluster.local        # local Service: 10.96.100.100 wins
-  dig @127.0.0.1 -p $port frontend.demo.svc.clusterset.local     # its ClusterSetIP: 10.42.0.20
-  dig @127.0.0.1 -p $port payments.demo.svc.clusterset.local AAAA  # dual-stack
-  dig @127.0.0.1 -p $port _grpc._tcp.payments.demo.svc.clusterset.local SRV
+  dig @127.0.0.1 -p $PORT checkout.demo.svc.cluster.local        # import only: answered from the import
+  dig @127.0.0.1 -p $PORT checkout.demo.svc.clusterset.local     # the same, in the clusterset zone
+  dig @127.0.0.1 -p $PORT frontend.demo.svc.cluster.local        # local Service: 10.96.100.100 wins
+  dig @127.0.0.1 -p $PORT frontend.demo.svc.clusterset.local     # its ClusterSetIP: 10.42.0.20
+  dig @127.0.0.1 -p $PORT payments.demo.svc.clusterset.local AAAA  # dual-stack
+  dig @127.0.0.1 -p $PORT _grpc._tcp.payments.demo.svc.clusterset.local SRV
   $get
 
 Why a name answers what it does, with this server's Corefile and API server:
@@ -103,6 +77,8 @@ Why a name answers what it does, with this server's Corefile and API server:
   $mcs explain checkout.demo.svc.cluster.local --kubeconfig $dir/kubeconfig --corefile $dir/Corefile
   $mcs explain _grpc._tcp.payments.demo.svc.clusterset.local SRV --kubeconfig $dir/kubeconfig --corefile $dir/Corefile
 
-Metrics: http://127.0.0.1:$metrics_port/metrics   Ctrl-C stops everything.
+Ports of 127.0.0.1: DNS $PORT, health $HEALTH_PORT, ready $READY_PORT, metrics $METRICS_PORT (make run PORT=...
+HEALTH_PORT=... READY_PORT=... METRICS_PORT=... sets them). Metrics: http://127.0.0.1:$METRICS_PORT/metrics
+Ctrl-C stops everything.
 MSG
 wait "${pids[1]}"

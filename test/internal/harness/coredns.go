@@ -170,6 +170,22 @@ var stockPlugins = []string{
 	"log", "loop", "metrics", "ready", "reload", "template", "view",
 }
 
+// StockCoreDNSPath returns where StockCoreDNS keeps stock CoreDNS at
+// version ("v1.13.1") built with the go command's toolchain:
+// ~/.cache/coredns-mcs/stock-coredns/VERSION-GOVERSION/coredns. The file is
+// there once it has been built.
+func StockCoreDNSPath(version string) (string, error) {
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	goVersion, err := exec.Command("go", "env", "GOVERSION").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOVERSION: %w", err)
+	}
+	return filepath.Join(base, "coredns-mcs", "stock-coredns", version+"-"+strings.TrimSpace(string(goVersion)), "coredns"), nil
+}
+
 // StockCoreDNS returns CoreDNS at version ("v1.13.1") as a platform ships
 // it, for the plugins its Corefile uses: the release's own module (its
 // go.mod and go.sum, so every dependency at the version the release
@@ -180,19 +196,14 @@ var stockPlugins = []string{
 // ~/.cache/coredns-mcs/stock-coredns by version and Go toolchain; a build
 // holds a lock, so that test processes running at once build it once.
 func StockCoreDNS(version string) (string, error) {
-	base, err := os.UserCacheDir()
+	bin, err := StockCoreDNSPath(version)
 	if err != nil {
 		return "", err
 	}
-	goVersion, err := exec.Command("go", "env", "GOVERSION").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOVERSION: %w", err)
-	}
-	dir := filepath.Join(base, "coredns-mcs", "stock-coredns", version+"-"+strings.TrimSpace(string(goVersion)))
-	bin := filepath.Join(dir, "coredns")
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
 	}
+	dir := filepath.Dir(bin)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
