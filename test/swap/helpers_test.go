@@ -302,8 +302,12 @@ func (s *scenario) dig(name string, qs ...query) digResults {
 	s.t.Helper()
 	var script strings.Builder
 	for _, q := range qs {
-		// The query's own flag last, so that +stats outlasts +noall.
-		fmt.Fprintf(&script, "echo '== %s %s %s'; dig +tries=2 +timeout=2 +noall +comments +answer %s %s %s 2>&1\n",
+		// The query's own flag last, so that +stats outlasts +noall. A
+		// time-out of 5 s, the C libraries' default: a cluster DNS
+		// without forward's read_timeout (CoreDNS before 1.14.5) waits 2 s
+		// for a standalone server whose pod has just gone, until
+		// kube-proxy's rules follow, before its stand-in answers.
+		fmt.Fprintf(&script, "echo '== %s %s %s'; dig +tries=2 +timeout=5 +noall +comments +answer %s %s %s 2>&1\n",
 			q.proto, q.name, q.qtype, q.proto, q.name, q.qtype)
 	}
 	script.WriteString("echo '== end'\n")

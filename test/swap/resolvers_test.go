@@ -522,7 +522,9 @@ func (s *scenario) standaloneOutages(r *resolvers, webIP string, stock digResult
 // checkScaledDown asks, with dig, while the standalone server is scaled to
 // 0: through the cluster DNS, local names answer as stock CoreDNS alone did,
 // a pod's search-path expansions and the import-only and clusterset names
-// answer NXDOMAIN at once (the front's stand-in), never SERVFAIL.
+// answer NXDOMAIN (the front's stand-in), never SERVFAIL: at once with
+// read_timeout, within forward's fixed 2 s without it while kube-proxy's
+// rules still send the packets to the pod that went.
 func (s *scenario) checkScaledDown(webIP string, stock digResults) {
 	t := s.t
 	t.Helper()
