@@ -256,7 +256,7 @@ func (m *Multicluster) startWatching() error {
 		close(synced)
 	})
 	if w.ownServices {
-		m.local = informerServices{store: w.services, synced: w.servicesOK, changes: &w.serviceChanges}
+		m.local = w.localServices()
 	}
 	m.watch = w
 

@@ -38,7 +38,9 @@ type watcher struct {
 	sources    *sources
 	health     *health
 
-	// ownServices makes the watcher cache local Services itself.
+	// ownServices makes the watcher cache local Services itself: the
+	// store, its informer's sync and a count of its events, which
+	// localServices reads.
 	ownServices bool
 	services    cache.Indexer
 	servicesOK  func() bool
@@ -124,6 +126,12 @@ func (w *watcher) start(onSynced func()) {
 		w.running.Go(func() { w.watchClusterID(ctx) })
 	}
 	w.running.Go(func() { w.watchImports(ctx, onSynced) })
+}
+
+// localServices reads the local Services the watcher caches itself
+// (ownServices), once start has begun caching them.
+func (w *watcher) localServices() informerServices {
+	return informerServices{store: w.services, synced: w.servicesOK, changes: &w.serviceChanges}
 }
 
 // stop ends every informer and waits for them and every other goroutine
