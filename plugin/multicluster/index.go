@@ -191,14 +191,16 @@ type ptrClaim struct {
 }
 
 // sliceRef stands for one slice of a service (by cluster and name) in the
-// reverse map, through its versions: spec is the version the published
-// view holds. It is read and written under the index's rmu.
-type sliceRef struct{ spec *sliceSpec }
+// reverse map, through its versions. The sources own it: they give it to
+// each version of the slice they file (sliceSpec.ref), and point it at that
+// version before they publish the view that holds it, so that a claim
+// finds the names of the slice's latest version. The index only reads it.
+type sliceRef struct{ spec atomic.Pointer[sliceSpec] }
 
 // namespace is the namespace of the import the claim is for.
 func (c ptrClaim) namespace() string {
 	if c.slice != nil {
-		return c.slice.spec.key.namespace
+		return c.slice.spec.Load().key.namespace
 	}
 	return c.view.key.namespace
 }
@@ -216,7 +218,7 @@ func (c ptrClaim) appendTargets(dst []ptrTarget, addr netip.Addr) []ptrTarget {
 	} else {
 		a = addr.As16()
 	}
-	s := c.slice.spec
+	s := c.slice.spec.Load()
 	for _, e := range s.endpoints {
 		if bytes.Equal(e.ip, b) {
 			dst = append(dst, e.target(s))
@@ -667,10 +669,6 @@ func viewIPs(v *view, v6 bool) []net.IP {
 func (x *index) applyReverseLocked(changes []claimChange) []conflictChange {
 	var before map[netip.Addr][]ptrClaim // the claims, before changes, of addresses claimed several times at some point
 	for _, c := range changes {
-		if c.newSlice != nil {
-			// Readers find the names in the version the view holds.
-			c.newSlice.ref.spec = c.newSlice
-		}
 		c.eachUpdate(func(addr netip.Addr, old, new ptrClaim) {
 			var claims []ptrClaim
 			var several bool

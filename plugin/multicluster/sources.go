@@ -127,8 +127,10 @@ func (s *sources) setSlice(spec *sliceSpec) {
 	case old != nil && old.cluster == spec.cluster && old.ref != nil:
 		spec.ref = old.ref
 	default:
-		spec.ref = &sliceRef{spec: spec}
+		spec.ref = &sliceRef{}
 	}
+	// The reverse map's claims of the slice read this version from now on.
+	spec.ref.spec.Store(spec)
 	ss.replace(old, spec)
 	s.sliceOf[id] = spec.key
 	s.rebuildLocked(spec.key)
