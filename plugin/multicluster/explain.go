@@ -128,12 +128,12 @@ func (m *Multicluster) describe(r *dns.Msg) []string {
 		} else {
 			noLocal = true
 		}
-		if v.outOfScope {
+		if v.scope != inScope {
 			if noLocal {
 				say("no local Service %s", key)
 			}
 			switch {
-			case !m.scope.systemRefuses(req.namespace, req.service):
+			case v.scope == scopeRefused:
 				say("fallback_scope keeps %s local: passed on, as if there were no import", key)
 			case apiServerService.matches(req.namespace, req.service):
 				say("%s is the API server's Service: it never falls back to an import unless system_fallback names it; passed on, as if there were no import", key)

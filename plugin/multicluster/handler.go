@@ -183,11 +183,11 @@ func (m *Multicluster) serveFallback(ctx context.Context, w dns.ResponseWriter, 
 		}
 		failover = true
 	}
-	if v.outOfScope {
+	if v.scope != inScope {
 		// The operator keeps this name local, or it is a system name: as
 		// if there were no import.
 		rule := ruleScopeRefused
-		if m.scope.systemRefuses(req.namespace, req.service) {
+		if v.scope == systemRefused {
 			rule = ruleSystemRefused
 		}
 		m.counters.policy(server, rule)

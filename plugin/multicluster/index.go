@@ -63,8 +63,10 @@ type view struct {
 	// localOnly: the answers hold the local cluster's addresses alone
 	// (preferClose, and the local cluster has a ready one).
 	localOnly bool
-	// outOfScope: the fallback scope keeps this import out of fallback zones.
-	outOfScope bool
+	// scope is the fallback scope's verdict on the import, which the
+	// sources gave its spec when they filed it: whether it answers in
+	// fallback zones, and if not, by which rule.
+	scope scopeVerdict
 	// perClusterCopy marks the spec of a ServiceImport labelled with
 	// multicluster.kubernetes.io/service-name: a controller's per-cluster
 	// bookkeeping copy of an import (Lighthouse keeps them in its agent's

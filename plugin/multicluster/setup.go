@@ -246,7 +246,6 @@ func (m *Multicluster) startWatching() error {
 		health:      newHealth(func(d *degradation) { m.degraded.Store(d) }),
 		ownServices: m.local == nil,
 		dynamic:     dyn,
-		scope:       m.scope,
 		retry:       time.Second,
 		longestZone: m.longestZone(),
 	}

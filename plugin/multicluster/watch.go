@@ -51,10 +51,6 @@ type watcher struct {
 	// host names that would not fit below it are dropped.
 	longestZone int
 
-	// scope is the fallback scope, whose verdict conversion stamps on
-	// each import.
-	scope *fallbackScope
-
 	// dynamic, when set, follows the ClusterProperty that names the local
 	// cluster (clusterid.go); nil when the Corefile gives cluster_id.
 	dynamic dynamic.Interface
@@ -205,23 +201,6 @@ func serviceListWatch(c kubernetes.Interface) *cache.ListWatch {
 }
 
 // Conversions from API objects to what the stores keep.
-
-// toImportSpec converts a ServiceImport, and records whether the fallback
-// scope keeps it out of fallback zones: the scope does not change while the
-// plugin runs, so its verdict belongs to the spec, and views need no copy of
-// it to carry the verdict.
-func (w *watcher) toImportSpec(obj meta.Object) (meta.Object, error) {
-	out, err := toImportSpec(obj)
-	if err != nil {
-		return nil, err
-	}
-	spec, _ := out.(*importSpec)
-	if p, ok := out.(*withProblems); ok {
-		spec = p.Object.(*importSpec)
-	}
-	spec.outOfScope = !w.scope.allows(spec.key.namespace, spec.key.name)
-	return out, nil
-}
 
 // toImportSpec converts a ServiceImport as decoded (importObject). One that
 // did not decode fails with why: the informer drops it, and its former
