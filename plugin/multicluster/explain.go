@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/coredns/coredns/plugin/pkg/dnsutil"
+	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	core "k8s.io/api/core/v1"
 )
@@ -31,7 +33,7 @@ type Explanation struct {
 func (m *Multicluster) Explain(r *dns.Msg) Explanation {
 	var e Explanation
 	e.Steps = m.describe(r)
-	rec := &Recorder{}
+	rec := dnstest.NewRecorder(&test.ResponseWriter{})
 	handled, _, _ := m.serve(context.Background(), rec, r)
 	e.Handled = handled && rec.Msg != nil
 	e.Answer = rec.Msg
@@ -358,25 +360,3 @@ func describeRanges(ranges []netip.Prefix) string {
 	}
 	return strings.Join(names, ", ")
 }
-
-// Recorder is a ResponseWriter that keeps the message written, for a tool
-// that runs plugins outside a server (Explain, kubectl mcs).
-type Recorder struct{ Msg *dns.Msg }
-
-func (r *Recorder) LocalAddr() net.Addr { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53} }
-func (r *Recorder) RemoteAddr() net.Addr {
-	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
-}
-func (r *Recorder) WriteMsg(m *dns.Msg) error { r.Msg = m; return nil }
-func (r *Recorder) Write(b []byte) (int, error) {
-	m := new(dns.Msg)
-	if err := m.Unpack(b); err != nil {
-		return 0, err
-	}
-	r.Msg = m
-	return len(b), nil
-}
-func (r *Recorder) Close() error        { return nil }
-func (r *Recorder) TsigStatus() error   { return nil }
-func (r *Recorder) TsigTimersOnly(bool) {}
-func (r *Recorder) Hijack()             {}
