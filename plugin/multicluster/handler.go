@@ -38,6 +38,39 @@ func (k zoneKind) String() string {
 	return "none"
 }
 
+// reason is the rule that decided a query: what of the name, of its
+// objects or of the plugin's state made the answer what it is, or passed
+// the query on.
+type reason uint8
+
+const (
+	whyNone reason = iota
+
+	// The resolver's (answer.why): what the name holds.
+	whyApex               // the zone's apex: SOA and NS
+	whyDNSVersion         // dns-version: the schema version, TXT
+	whyStructure          // ns.dns, dns, svc: names of the zone's own, with no records
+	whyNamespace          // a namespace with imports: a name with no records
+	whyNoNamespace        // a namespace without imports: NXDOMAIN
+	whyNotSchema          // no name of the MCS DNS schema: NXDOMAIN
+	whyNoImport           // no import of the service: NXDOMAIN
+	whyReserved           // cluster.svc.ns.svc, no host name below: NXDOMAIN
+	whyReservedAbove      // cluster.svc.ns.svc with host names below: NODATA
+	whyNoReadyEndpoint    // a headless import without a ready endpoint has no names
+	whyNoSuchPort         // no port of that name and protocol: NXDOMAIN
+	whyPortType           // a port name holds SRV records alone: NODATA
+	whyServiceType        // a service name holds A, AAAA and SRV alone: NODATA
+	whyNoPorts            // SRV of an import without ports: NODATA
+	whyHostOfClusterSetIP // host names exist for headless imports alone: NXDOMAIN
+	whyNoSuchHost         // no ready endpoint of that name in that cluster: NXDOMAIN
+	whyClusterAbove       // the labels of a cluster id with host names below: NODATA
+	whyNoName             // any other name below a service: NXDOMAIN
+	whyHost               // a ready endpoint's name: its addresses
+	whyAddresses          // the service's addresses (answer.source)
+	whySRV                // the service's SRV records, one per port
+	whyPortSRV            // a port's SRV records
+)
+
 // ServeDNS implements plugin.Handler.
 //
 // It only hands a query on; serve decides. Every cluster-local query in a
@@ -240,7 +273,7 @@ func (m *Multicluster) serveClusterset(ctx context.Context, w dns.ResponseWriter
 	zone = q.Name[len(q.Name)-len(zone):]
 	req := parseRequest(name, zone)
 	req.limit = replyLimit(w, r)
-	a := m.name(req, q.Name, q.Qtype, zone)
+	a, _ := m.name(req, q.Name, q.Qtype, zone)
 	if a.rcode == dns.RcodeNameError && m.Fall.Through(name) {
 		m.counters.request(server, zoneClusterset, outcomeFallthrough)
 		return false, 0, nil

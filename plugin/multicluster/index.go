@@ -42,13 +42,16 @@ type endpoint struct {
 }
 
 // addressSource says where the prepared addresses of a ClusterSetIP view
-// come from. A derived Service, read at query time, ranks between the two.
+// come from. A derived Service, read at query time, ranks between the two:
+// an answer's addresses may come from one (clusterSetIPs), a view's never.
 type addressSource uint8
 
 const (
-	sourceNone   addressSource = iota // no static address: only a derived Service can answer
-	sourceSpec                        // spec.ips: they answer, whatever else exists
-	sourceSlices                      // the ready addresses of the import's slices
+	sourceNone    addressSource = iota // no static address: only a derived Service can answer
+	sourceSpec                         // spec.ips: they answer, whatever else exists
+	sourceSlices                       // the ready addresses of the import's slices
+	sourceDerived                      // the derived Service its annotation names
+	sourcePrefix                       // the derived Service derived_prefix names
 )
 
 // view is everything the answers for one service need, prepared once when

@@ -90,7 +90,7 @@ func (m *Multicluster) withoutAddresses() int {
 		if v.headless {
 			continue
 		}
-		if v4, v6, _ := m.clusterSetIPs(v); len(v4)+len(v6) == 0 {
+		if v4, v6, _, _ := m.clusterSetIPs(v); len(v4)+len(v6) == 0 {
 			n++
 		}
 	}
