@@ -34,7 +34,7 @@ func (m *Multicluster) Explain(r *dns.Msg) Explanation {
 	var e Explanation
 	e.Steps = m.describe(r)
 	rec := dnstest.NewRecorder(&test.ResponseWriter{})
-	handled, _, _ := m.serve(context.Background(), rec, r)
+	handled, _, _ := m.serve(context.Background(), rec, r, nil)
 	e.Handled = handled && rec.Msg != nil
 	e.Answer = rec.Msg
 	return e

@@ -532,7 +532,8 @@ func distinctPortsOfMany(ports []servicePort) []servicePort {
 type ptrVerdict uint8
 
 const (
-	ptrAnswered      ptrVerdict = iota // one name of an import
+	ptrNone          ptrVerdict = iota // no verdict: no PTR query of an address
+	ptrAnswered                        // one name of an import
 	ptrUnknown                         // no import claims the address
 	ptrOutOfRange                      // an import claims it, outside reverse_ranges
 	ptrLocal                           // a local Service's or endpoint's own address
