@@ -8,9 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/coredns/coredns/plugin/pkg/dnsutil"
+	"github.com/coredns/coredns/plugin/pkg/dnstest"
+	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
-	core "k8s.io/api/core/v1"
 )
 
 // Explanation is what the plugin does with one query: the facts its
@@ -25,172 +25,181 @@ type Explanation struct {
 }
 
 // Explain runs the query r through the plugin's own ServeDNS path, and
-// describes the state its decision rests on. The answer is the one a
-// server would write; the steps are read from the same index, local
-// Services and options, without changing what is answered.
+// describes the decision it made there: the record serve filled (decision)
+// says which rule applied, to which objects, and what was answered. The
+// steps add what the record points at (the import's ports and addresses,
+// the claims on an address, the local objects at it), read from the same
+// index and local Services; they never decide again.
 func (m *Multicluster) Explain(r *dns.Msg) Explanation {
-	var e Explanation
-	e.Steps = m.describe(r)
-	rec := &Recorder{}
-	handled, _, _ := m.serve(context.Background(), rec, r)
-	e.Handled = handled && rec.Msg != nil
-	e.Answer = rec.Msg
-	return e
+	var d decision
+	rec := dnstest.NewRecorder(&test.ResponseWriter{})
+	handled, _, _ := m.serve(context.Background(), rec, r, &d)
+	return Explanation{Steps: m.describe(r, &d), Handled: handled && rec.Msg != nil, Answer: rec.Msg}
 }
 
-func (m *Multicluster) describe(r *dns.Msg) []string {
+// describe says, step by step, what d records about r.
+func (m *Multicluster) describe(r *dns.Msg, d *decision) []string {
 	var steps []string
 	say := func(format string, args ...any) { steps = append(steps, fmt.Sprintf(format, args...)) }
-	if len(r.Question) != 1 {
+	if d.why == whyNotOneQuestion {
 		say("not one question: passed on")
 		return steps
 	}
 	q := r.Question[0]
-	name := strings.ToLower(q.Name)
-	zone, kind := m.matchZone(name)
-	switch kind {
+	if d.why == whyNotWireName {
+		say("%s is no name as the wire carries it (lowering it changes its length), and no Kubernetes object has such a name: passed on", q.Name)
+		return steps
+	}
+	switch d.kind {
 	case zoneNone:
 		say("%s is in no zone of the plugin (zones %s, fallback %s): passed on", q.Name, strings.Join(m.Zones, " "), strings.Join(m.Fallback, " "))
 		return steps
 	case zoneClusterset:
-		say("zone %s: a clusterset zone, answered from ServiceImports alone, authoritatively", zone)
+		say("zone %s: a clusterset zone, answered from ServiceImports alone, authoritatively", d.zone)
 	case zoneFallback:
-		say("zone %s: a fallback zone, answered from a ServiceImport only where no local Service of that name wins", zone)
+		say("zone %s: a fallback zone, answered from a ServiceImport only where no local Service of that name wins", d.zone)
 	case zoneReverse:
-		say("zone %s: a reverse zone; PTR of addresses the plugin knows, everything else passed on", zone)
+		say("zone %s: a reverse zone; PTR of addresses the plugin knows, everything else passed on", d.zone)
 	}
-	if q.Qclass != dns.ClassINET {
+	switch d.why {
+	case whyClass:
 		say("class %s: refused in clusterset zones, passed on elsewhere", dns.ClassToString[q.Qclass])
 		return steps
-	}
-	// A degraded plugin never syncs: its reason comes first.
-	switch {
-	case m.degraded.Load() != nil:
-		say("the plugin is degraded: %s; SERVFAIL in clusterset zones, everything else passed on", m.degraded.Load().message)
+	case whyDegraded:
+		say("the plugin is degraded: %s; SERVFAIL in clusterset zones, everything else passed on", d.degraded.message)
 		return steps
-	case !m.synced.Load():
+	case whyNotSynced:
 		say("the plugin's caches have not synced yet: SERVFAIL in clusterset zones, everything else passed on")
 		return steps
 	}
-	if kind == zoneReverse {
-		m.describePointer(name, q.Qtype, say)
-		return steps
+	if d.kind == zoneReverse {
+		m.describePointer(d, say)
+	} else {
+		m.describeName(q, d, say)
 	}
-	if kind == zoneClusterset && (q.Qtype == dns.TypeAXFR || q.Qtype == dns.TypeIXFR) {
+	return steps
+}
+
+// describeName says what d records about a name of a clusterset or a
+// fallback zone.
+func (m *Multicluster) describeName(q dns.Question, d *decision, say func(string, ...any)) {
+	fallback, req := d.kind == zoneFallback, d.req
+	switch {
+	case d.why == whyTransfer:
 		say("a zone transfer (%s) reached the plugin: no transfer plugin of this server block serves it, so it is REFUSED, as the kubernetes plugin refuses one", dns.TypeToString[q.Qtype])
-		return steps
-	}
-	req := parseRequest(name, zone)
-	if !req.underService() {
-		if kind == zoneFallback {
-			say("the name is not of a service (svc.NAMESPACE level or above): passed on")
-		} else {
-			m.describeStructure(name, req, q.Qtype, say)
-		}
-		return steps
+		return
+	case d.why == whyNotService:
+		say("the name is not of a service (svc.NAMESPACE level or above): passed on")
+		return
+	case !req.underService():
+		m.describeStructure(d, say)
+		return
 	}
 	key := serviceKey{namespace: req.namespace, name: req.service}
-	v := m.index.lookup(req.namespace, req.service)
+	v := d.view
 	if v == nil {
-		if kind == zoneFallback {
+		if fallback {
 			say("no ServiceImport %s: passed on", key)
 		} else {
 			say("no ServiceImport %s: NXDOMAIN", key)
-			m.describeFallthrough(name, say)
+			describeFallthrough(d, say)
 		}
-		return steps
+		return
 	}
 	say("ServiceImport %s, type %s", key, map[bool]string{false: "ClusterSetIP", true: "Headless"}[v.headless])
-	noLocal := false // a fallback name without a local Service of that name
-	if kind == zoneFallback {
-		if m.local == nil {
+	if fallback {
+		switch d.why {
+		case whyNoLocalServices:
 			say("no local Services known (no kubernetes plugin in the block, and none cached): passed on")
-			return steps
+			return
+		case whyLocalNotSynced:
+			say("the local Services have not synced yet, so whether a local Service %s wins is not known: passed on", key)
+			return
+		case whyLocalWins:
+			say("the local Service %s exists (type %s): local wins, passed on to the kubernetes plugin", key, d.local.Type)
+			return
+		case whyLocalExternalName:
+			say("the local Service %s is an ExternalName Service, which never fails over: local wins, passed on", key)
+			return
+		case whyLocalReady:
+			say("the local Service %s exists and has a ready endpoint: local wins, passed on (failover applies only without one)", key)
+			return
 		}
-		if svc := m.local.service(req.namespace, req.service); svc != nil {
-			ready := m.local.readyEndpoints(req.namespace, req.service)
-			switch {
-			case !m.failsOver(v):
-				say("the local Service %s exists (type %s): local wins, passed on to the kubernetes plugin", key, svc.Type)
-				return steps
-			case svc.Type == core.ServiceTypeExternalName:
-				say("the local Service %s is an ExternalName Service, which never fails over: local wins, passed on", key)
-				return steps
-			case ready:
-				say("the local Service %s exists and has a ready endpoint: local wins, passed on (failover applies only without one)", key)
-				return steps
-			}
-			why := "the failover option"
-			if !m.failover {
-				why = "the import's trafficDistribution, which prefers close endpoints"
-			}
-			say("the local Service %s has no ready endpoint: failover to the import, by %s", key, why)
-		} else {
-			noLocal = true
+		switch d.failover {
+		case failoverOption:
+			say("the local Service %s has no ready endpoint: failover to the import, by the failover option", key)
+		case failoverTraffic:
+			say("the local Service %s has no ready endpoint: failover to the import, by the import's trafficDistribution, which prefers close endpoints", key)
 		}
-		if v.outOfScope {
-			if noLocal {
+		if d.why == whyOutOfScope {
+			if d.local == nil {
 				say("no local Service %s", key)
 			}
 			switch {
-			case !m.scope.systemRefuses(req.namespace, req.service):
+			case v.scope == scopeRefused:
 				say("fallback_scope keeps %s local: passed on, as if there were no import", key)
 			case apiServerService.matches(req.namespace, req.service):
 				say("%s is the API server's Service: it never falls back to an import unless system_fallback names it; passed on, as if there were no import", key)
 			default:
 				say("%s is a system namespace (%s): its names never fall back to an import unless system_fallback names them; passed on, as if there were no import", req.namespace, strings.Join(m.systemNamespaces(), ", "))
 			}
-			return steps
+			return
 		}
 	}
-	a := m.service(req, v, name, q.Qtype, zone)
-	if a.rcode == dns.RcodeNameError {
+	noLocal := fallback && d.local == nil // the import decides alone
+	if d.a.rcode == dns.RcodeNameError {
 		if noLocal {
 			say("no local Service %s: the import decides", key)
 		}
-		m.describeNoSuchName(req, v, say)
-		if kind == zoneFallback {
+		describeNoSuchName(req, v, d.why, say)
+		if fallback {
 			say("the name does not exist in the import either: passed on, and the kubernetes plugin answers NXDOMAIN with its own SOA")
 		} else {
-			m.describeFallthrough(name, say)
+			describeFallthrough(d, say)
 		}
-		return steps
+		return
 	}
 	if noLocal {
 		say("no local Service %s: the import answers", key)
 	}
-	switch {
-	case req.kind == kindReserved:
+	switch d.why {
+	case whyReservedAbove:
 		say("%s.%s.%s.svc holds no records (the MCS DNS specification reserves it), but host names of cluster %s lie below it: NODATA (RFC 8020)", req.cluster, req.service, req.namespace, req.cluster)
-		return steps
-	case req.kind == kindHost && v.eps != nil && !v.eps.hasHost(req.host, req.cluster):
+		return
+	case whyClusterAbove:
 		say("%s.%s.%s.svc holds no records, but host names of cluster id %s lie below it: NODATA (RFC 8020)", req.labels, req.service, req.namespace, req.labels)
-		return steps
-	case req.kind == kindHost:
+		return
+	case whyHost:
+		if len(d.a.answer) == 0 {
+			say("%s.%s is a ready endpoint of the headless import, with no %s record: NODATA", req.host, req.cluster, dns.TypeToString[q.Qtype])
+			return
+		}
 		say("%s.%s is a ready endpoint of the headless import: its addresses answer", req.host, req.cluster)
-		return steps
-	case req.kind == kindPort && q.Qtype != dns.TypeSRV:
+		return
+	case whyPortType:
 		say("a port name (_%s._%s) holds SRV records only: %s is NODATA", req.port, req.protocol, dns.TypeToString[q.Qtype])
-		return steps
-	case req.kind == kindService && q.Qtype != dns.TypeA && q.Qtype != dns.TypeAAAA && q.Qtype != dns.TypeSRV:
+		return
+	case whyServiceType:
 		say("a service name holds A, AAAA and SRV records only: %s is NODATA", dns.TypeToString[q.Qtype])
-		return steps
-	case req.kind == kindPort:
+		return
+	case whyNoPorts:
+		say("the import has no ports: no SRV record (NODATA)")
+		return
+	case whyPortSRV:
 		say("the import's port _%s._%s matches", req.port, req.protocol)
 	}
-	m.describeAddresses(v, say)
-	return steps
+	m.describeAddresses(v, d.a.source, say)
 }
 
 // describeNoSuchName says why a name at or below the import v does not
-// exist (NXDOMAIN).
-func (m *Multicluster) describeNoSuchName(req request, v *view, say func(string, ...any)) {
-	switch {
-	case req.kind == kindReserved:
+// exist (NXDOMAIN), by the resolver's reason why.
+func describeNoSuchName(req request, v *view, why reason, say func(string, ...any)) {
+	switch why {
+	case whyReserved:
 		say("%s.%s.%s.svc is reserved by the MCS DNS specification, and no host name of a cluster %s lies below it: NXDOMAIN", req.cluster, req.service, req.namespace, req.cluster)
-	case v.headless && !v.readyEndpoints():
+	case whyNoReadyEndpoint:
 		say("the headless import has no ready endpoint: the service has no names (NXDOMAIN)")
-	case req.kind == kindPort:
+	case whyNoSuchPort:
 		var ports []string
 		for _, p := range v.ports {
 			if p.name == "" {
@@ -203,9 +212,9 @@ func (m *Multicluster) describeNoSuchName(req request, v *view, say func(string,
 			ports = []string{"none"}
 		}
 		say("the import has no port _%s._%s (its ports: %s): NXDOMAIN", req.port, req.protocol, strings.Join(ports, ", "))
-	case req.kind == kindHost && !v.headless:
+	case whyHostOfClusterSetIP:
 		say("host names (HOST.CLUSTER.SERVICE.NAMESPACE.svc) exist only for headless imports, and this one is ClusterSetIP: NXDOMAIN")
-	case req.kind == kindHost:
+	case whyNoSuchHost:
 		say("no ready endpoint named %s in cluster %s of the headless import: NXDOMAIN", req.host, req.cluster)
 	default:
 		say("the name does not exist: NXDOMAIN")
@@ -214,36 +223,37 @@ func (m *Multicluster) describeNoSuchName(req request, v *view, say func(string,
 
 // describeStructure says what a name of a clusterset zone that is not a
 // service's, nor below one, answers.
-func (m *Multicluster) describeStructure(name string, req request, qtype uint16, say func(string, ...any)) {
-	switch req.kind {
-	case kindApex:
+func (m *Multicluster) describeStructure(d *decision, say func(string, ...any)) {
+	switch d.why {
+	case whyApex:
 		say("the zone's apex: SOA and NS records, NODATA for other types")
-	case kindDNSVersion:
+	case whyDNSVersion:
 		say("dns-version: the schema version (TXT), NODATA for other types")
-	case kindNameserver, kindNameserverParent, kindSvcLabel:
+	case whyStructure:
 		say("a name of the zone's own structure (ns.dns, dns, svc): it exists, with no records (NODATA)")
-	case kindNamespace:
-		if m.index.hasNamespace(req.namespace) {
-			say("namespace %s has imports: the name exists, with no records (NODATA)", req.namespace)
-			return
-		}
-		say("no ServiceImport in namespace %s: NXDOMAIN", req.namespace)
-		m.describeFallthrough(name, say)
+	case whyNamespace:
+		say("namespace %s has imports: the name exists, with no records (NODATA)", d.req.namespace)
+	case whyNoNamespace:
+		say("no ServiceImport in namespace %s: NXDOMAIN", d.req.namespace)
+		describeFallthrough(d, say)
 	default:
 		say("not a name of the MCS DNS schema (SERVICE.NAMESPACE.svc.ZONE and the names below it): NXDOMAIN")
-		m.describeFallthrough(name, say)
+		describeFallthrough(d, say)
 	}
 }
 
-// describeFallthrough says that an NXDOMAIN of a clusterset zone is passed
+// describeFallthrough says that an NXDOMAIN of a clusterset zone was passed
 // on, where the fallthrough option covers the name.
-func (m *Multicluster) describeFallthrough(name string, say func(string, ...any)) {
-	if m.Fall.Through(name) {
+func describeFallthrough(d *decision, say func(string, ...any)) {
+	if d.fellThrough {
 		say("fallthrough covers the name: the NXDOMAIN is not written, the query is passed on")
 	}
 }
 
-func (m *Multicluster) describeAddresses(v *view, say func(string, ...any)) {
+// describeAddresses describes the addresses of the import v that answered,
+// from source, for a ClusterSetIP import: the sources ranked above it were
+// tried first, and had none.
+func (m *Multicluster) describeAddresses(v *view, source addressSource, say func(string, ...any)) {
 	if v.headless {
 		n, clusters := 0, map[string]int{}
 		v.eachEndpoint(func(cluster string, _ endpoint) { n++; clusters[cluster]++ })
@@ -252,9 +262,6 @@ func (m *Multicluster) describeAddresses(v *view, say func(string, ...any)) {
 			say("trafficDistribution prefers close endpoints and the local cluster %q has ready ones: only those answer", m.sources.localCluster())
 		} else if v.preferClose {
 			say("trafficDistribution prefers close endpoints, but the local cluster has none ready (or is unknown): every cluster's answer")
-		}
-		if n == 0 {
-			say("no ready endpoint: the service has no names (NXDOMAIN)")
 		}
 		return
 	}
@@ -265,31 +272,35 @@ func (m *Multicluster) describeAddresses(v *view, say func(string, ...any)) {
 		}
 		return strings.Join(s, " ")
 	}
-	if v.source == sourceSpec {
+	if source == sourceSpec {
 		say("address source: spec.ips (%s); spec.ips answer whatever else exists", addrs(v.ipv4, v.ipv6))
 		return
 	}
 	say("spec.ips holds no address that may be served")
-	type candidate struct{ name, by string }
+	type candidate struct {
+		name, by string
+		source   addressSource
+	}
 	var derived []candidate
 	if v.derived != "" {
-		derived = append(derived, candidate{v.derived, "its multicluster.kubernetes.io/derived-service annotation"})
+		derived = append(derived, candidate{v.derived, "its multicluster.kubernetes.io/derived-service annotation", sourceDerived})
 	}
 	if m.derivedPrefix != "" {
-		derived = append(derived, candidate{m.derivedPrefix + v.key.name, "derived_prefix " + m.derivedPrefix})
+		derived = append(derived, candidate{m.derivedPrefix + v.key.name, "derived_prefix " + m.derivedPrefix, sourcePrefix})
 	}
-	for _, d := range derived {
+	for _, c := range derived {
 		if m.local == nil {
-			say("no local Services known: the derived Service %s/%s cannot be read", v.key.namespace, d.name)
+			say("no local Services known: the derived Service %s/%s cannot be read", v.key.namespace, c.name)
 			break
 		}
-		if v4, v6 := m.derivedIPs(v.key.namespace, d.name); len(v4)+len(v6) > 0 {
-			say("address source: the ClusterIPs of the derived Service %s/%s, named by %s (%s)", v.key.namespace, d.name, d.by, addrs(v4, v6))
+		if c.source == source {
+			v4, v6 := m.derivedIPs(v.key.namespace, c.name)
+			say("address source: the ClusterIPs of the derived Service %s/%s, named by %s (%s)", v.key.namespace, c.name, c.by, addrs(v4, v6))
 			return
 		}
-		say("the derived Service %s/%s, named by %s, does not exist or has no ClusterIP", v.key.namespace, d.name, d.by)
+		say("the derived Service %s/%s, named by %s, does not exist or has no ClusterIP", v.key.namespace, c.name, c.by)
 	}
-	if v.source == sourceSlices {
+	if source == sourceSlices {
 		say("address source: the ready addresses of its EndpointSlices (%s)", addrs(v.ipv4, v.ipv6))
 		if v.localOnly {
 			say("trafficDistribution prefers close endpoints and the local cluster %q has ready ones: only those answer", m.sources.localCluster())
@@ -299,17 +310,22 @@ func (m *Multicluster) describeAddresses(v *view, say func(string, ...any)) {
 	say("no address at all: A and AAAA answer NODATA")
 }
 
-func (m *Multicluster) describePointer(name string, qtype uint16, say func(string, ...any)) {
-	if qtype != dns.TypePTR {
+// describePointer says what d records about a query of a reverse zone:
+// who claims the address and which local objects hold it, and the trust
+// model's verdict.
+func (m *Multicluster) describePointer(d *decision, say func(string, ...any)) {
+	switch d.why {
+	case whyNotPTR:
 		say("not a PTR query: passed on")
 		return
-	}
-	addr, ok := netip.AddrFromSlice(net.ParseIP(dnsutil.ExtractAddressFromReverse(name)))
-	if !ok {
+	case whyNoPTRZone:
+		say("no zone of the plugin is a clusterset zone an address could be named in: passed on")
+		return
+	case whyNotAddress:
 		say("not the reverse name of an address: passed on")
 		return
 	}
-	addr = addr.Unmap()
+	addr := d.addr
 	var refs []ptrTarget
 	for _, ref := range m.index.reverseLookup(addr, nil) {
 		if slices.Contains(refs, ref) {
@@ -323,7 +339,8 @@ func (m *Multicluster) describePointer(name string, qtype uint16, say func(strin
 		}
 	}
 	if m.local != nil {
-		for _, svc := range m.local.byClusterIP(addr.String()) {
+		svcs := m.local.byClusterIP(addr.String())
+		for _, svc := range svcs {
 			if imports := m.derivedImports(svc.Namespace, svc.Name); len(imports) > 0 {
 				say("%s is the ClusterIP of %s/%s, the derived Service of %v", addr, svc.Namespace, svc.Name, imports)
 			} else {
@@ -331,19 +348,39 @@ func (m *Multicluster) describePointer(name string, qtype uint16, say func(strin
 			}
 		}
 		if eps, _ := m.local.byEndpointIP(addr.String()); len(eps) > 0 {
-			say("%s is the address of a local endpoint of %s: local wins", addr, eps[0].key)
+			// A local endpoint wins, unless the address answered: then a
+			// ClusterIP decided first, or the endpoint is a derived
+			// Service's, whose imports' claims decide.
+			switch e := eps[0]; {
+			case d.ptr != ptrAnswered:
+				say("%s is the address of a local endpoint of %s: local wins", addr, e.key)
+			case len(svcs) > 0:
+				say("%s is the address of a local endpoint of %s too: the ClusterIP decides first", addr, e.key)
+			default:
+				say("%s is the address of a local endpoint of %s, the derived Service of %v: the imports' claims decide", addr, e.key, m.derivedImports(e.key.namespace, e.key.name))
+			}
 		}
 	}
 	if len(refs) == 0 {
 		say("no import claims %s", addr)
 	}
-	switch _, verdict := m.pointer(addr, name, m.ptrZone); verdict {
+	switch d.ptr {
 	case ptrOutOfRange:
 		say("%s is outside the reverse ranges (%s): no import may name it, passed on", addr, describeRanges(m.reverseRanges))
 	case ptrLocalConflict:
 		say("imports of namespaces %s claim %s, which the local cluster holds in another namespace: a conflict, passed on to the cluster's own answer (policy_decisions_total rule ptr_local_conflict)", strings.Join(claimNamespaces(refs), ", "), addr)
 	case ptrConflict:
 		say("imports of several namespaces (%s) claim %s, and no derived Service decides: a conflict, passed on (coredns_multicluster_reverse_conflicts)", strings.Join(claimNamespaces(refs), ", "), addr)
+	}
+	// Passed on, where the kubernetes plugin could send no answer.
+	const cached = "the kubernetes plugin's cache holds a multicluster EndpointSlice at %s too, which it would name with an empty label, in an answer that cannot be sent"
+	switch d.why {
+	case whyLocalEndpointName:
+		say(cached+": the plugin answers with the local endpoint's name, as the kubernetes plugin gives it", addr)
+	case whyKubeFallthrough:
+		say(cached+": the query goes on as the kubernetes plugin sends one for an address it does not know: it falls through, to the plugin after it", addr)
+	case whyKubeNXDomain:
+		say(cached+": the plugin answers as the kubernetes plugin does for an address it does not know: NXDOMAIN, with its SOA", addr)
 	}
 }
 
@@ -358,25 +395,3 @@ func describeRanges(ranges []netip.Prefix) string {
 	}
 	return strings.Join(names, ", ")
 }
-
-// Recorder is a ResponseWriter that keeps the message written, for a tool
-// that runs plugins outside a server (Explain, kubectl mcs).
-type Recorder struct{ Msg *dns.Msg }
-
-func (r *Recorder) LocalAddr() net.Addr { return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53} }
-func (r *Recorder) RemoteAddr() net.Addr {
-	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
-}
-func (r *Recorder) WriteMsg(m *dns.Msg) error { r.Msg = m; return nil }
-func (r *Recorder) Write(b []byte) (int, error) {
-	m := new(dns.Msg)
-	if err := m.Unpack(b); err != nil {
-		return 0, err
-	}
-	r.Msg = m
-	return len(b), nil
-}
-func (r *Recorder) Close() error        { return nil }
-func (r *Recorder) TsigStatus() error   { return nil }
-func (r *Recorder) TsigTimersOnly(bool) {}
-func (r *Recorder) Hijack()             {}

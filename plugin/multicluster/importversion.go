@@ -111,7 +111,7 @@ func (w *watcher) startImports(ctx context.Context, version string) *importWatch
 	h := importHandler(w.sources)
 	for _, ns := range w.watchNamespaces() {
 		store := &importStore{storeScope{s: w.sources, namespace: ns}}
-		ctrl := newInformer(kindServiceImport, w.imports.listWatch(version, ns), &importObject{}, w.toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, h, store)
+		ctrl := newInformer(kindServiceImport, w.imports.listWatch(version, ns), &importObject{}, toImportSpec, w.guard(reasonImportRBAC, importResource), w.retry, h, store)
 		w.track(kindServiceImport, store)
 		iw.stores = append(iw.stores, store)
 		iw.synced = append(iw.synced, ctrl.HasSynced)

@@ -42,13 +42,16 @@ type endpoint struct {
 }
 
 // addressSource says where the prepared addresses of a ClusterSetIP view
-// come from. A derived Service, read at query time, ranks between the two.
+// come from. A derived Service, read at query time, ranks between the two:
+// an answer's addresses may come from one (clusterSetIPs), a view's never.
 type addressSource uint8
 
 const (
-	sourceNone   addressSource = iota // no static address: only a derived Service can answer
-	sourceSpec                        // spec.ips: they answer, whatever else exists
-	sourceSlices                      // the ready addresses of the import's slices
+	sourceNone    addressSource = iota // no static address: only a derived Service can answer
+	sourceSpec                         // spec.ips: they answer, whatever else exists
+	sourceSlices                       // the ready addresses of the import's slices
+	sourceDerived                      // the derived Service its annotation names
+	sourcePrefix                       // the derived Service derived_prefix names
 )
 
 // view is everything the answers for one service need, prepared once when
@@ -63,8 +66,10 @@ type view struct {
 	// localOnly: the answers hold the local cluster's addresses alone
 	// (preferClose, and the local cluster has a ready one).
 	localOnly bool
-	// outOfScope: the fallback scope keeps this import out of fallback zones.
-	outOfScope bool
+	// scope is the fallback scope's verdict on the import, which the
+	// sources gave its spec when they filed it: whether it answers in
+	// fallback zones, and if not, by which rule.
+	scope scopeVerdict
 	// perClusterCopy marks the spec of a ServiceImport labelled with
 	// multicluster.kubernetes.io/service-name: a controller's per-cluster
 	// bookkeeping copy of an import (Lighthouse keeps them in its agent's
@@ -191,14 +196,16 @@ type ptrClaim struct {
 }
 
 // sliceRef stands for one slice of a service (by cluster and name) in the
-// reverse map, through its versions: spec is the version the published
-// view holds. It is read and written under the index's rmu.
-type sliceRef struct{ spec *sliceSpec }
+// reverse map, through its versions. The sources own it: they give it to
+// each version of the slice they file (sliceSpec.ref), and point it at that
+// version before they publish the view that holds it, so that a claim
+// finds the names of the slice's latest version. The index only reads it.
+type sliceRef struct{ spec atomic.Pointer[sliceSpec] }
 
 // namespace is the namespace of the import the claim is for.
 func (c ptrClaim) namespace() string {
 	if c.slice != nil {
-		return c.slice.spec.key.namespace
+		return c.slice.spec.Load().key.namespace
 	}
 	return c.view.key.namespace
 }
@@ -216,7 +223,7 @@ func (c ptrClaim) appendTargets(dst []ptrTarget, addr netip.Addr) []ptrTarget {
 	} else {
 		a = addr.As16()
 	}
-	s := c.slice.spec
+	s := c.slice.spec.Load()
 	for _, e := range s.endpoints {
 		if bytes.Equal(e.ip, b) {
 			dst = append(dst, e.target(s))
@@ -667,10 +674,6 @@ func viewIPs(v *view, v6 bool) []net.IP {
 func (x *index) applyReverseLocked(changes []claimChange) []conflictChange {
 	var before map[netip.Addr][]ptrClaim // the claims, before changes, of addresses claimed several times at some point
 	for _, c := range changes {
-		if c.newSlice != nil {
-			// Readers find the names in the version the view holds.
-			c.newSlice.ref.spec = c.newSlice
-		}
 		c.eachUpdate(func(addr netip.Addr, old, new ptrClaim) {
 			var claims []ptrClaim
 			var several bool

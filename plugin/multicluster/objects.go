@@ -707,11 +707,11 @@ func dashedIP(ip string) string {
 
 var dashes = strings.NewReplacer(".", "-", ":", "-")
 
-// viewPolicy is what decides a view beyond its objects: the operator's
-// fallback scope, and the id of the cluster this server runs in (empty when
-// unknown), which imports that prefer close endpoints favour.
+// viewPolicy is what decides a view beyond its objects: the id of the
+// cluster this server runs in (empty when unknown), which imports that
+// prefer close endpoints favour. (The fallback scope's verdict is the
+// spec's own: the sources give it when they file the spec.)
 type viewPolicy struct {
-	scope        *fallbackScope
 	localCluster string
 }
 
@@ -727,7 +727,7 @@ func newView(imp *importSpec, ss *serviceSlices, policy viewPolicy) *view {
 	if !imp.headless {
 		return newClusterSetIPView(imp, ordered, policy)
 	}
-	v := &view{key: imp.key, headless: true, preferClose: imp.preferClose, outOfScope: !policy.scope.allows(imp.key.namespace, imp.key.name)}
+	v := &view{key: imp.key, headless: true, preferClose: imp.preferClose, scope: imp.scope}
 	eps := &endpointSet{slices: ordered, served: ordered, dups: ss.duplicates()}
 	// A headless import's ports come from its slices (each cluster exports
 	// the same Service, so they agree), merged as they change
@@ -777,26 +777,14 @@ func newView(imp *importSpec, ss *serviceSlices, policy viewPolicy) *view {
 
 // newClusterSetIPView is the view of a ClusterSetIP import. With spec.ips, or
 // without any ready slice address, it is the spec itself (specs are
-// immutable, as views are), unless the fallback scope leaves it out.
-// Otherwise it carries the ready addresses of the import's slices, which
+// immutable, as views are). Otherwise it carries the ready addresses of the import's slices, which
 // answer when no derived Service does: Lighthouse, without clusterset IPs,
 // writes one slice per cluster whose endpoint is that cluster's ClusterIP.
 // An import that prefers close endpoints answers with the local cluster's
 // addresses alone while it has one.
 func newClusterSetIPView(imp *importSpec, ordered []*sliceSpec, policy viewPolicy) *view {
-	// The watcher stamps the scope's verdict on the spec when it converts
-	// it; a spec made another way gets a view of its own with the verdict.
-	outOfScope := !policy.scope.allows(imp.key.namespace, imp.key.name)
-	spec := func() *view {
-		if imp.outOfScope == outOfScope {
-			return &imp.view
-		}
-		v := imp.view
-		v.outOfScope = outOfScope
-		return &v
-	}
 	if imp.source == sourceSpec || len(ordered) == 0 {
-		return spec()
+		return &imp.view
 	}
 	collect := func(cluster string, all bool) (v4, v6 []net.IP) {
 		for _, s := range ordered {
@@ -823,10 +811,10 @@ func newClusterSetIPView(imp *importSpec, ordered []*sliceSpec, policy viewPolic
 		v4, v6 = collect("", true)
 	}
 	if len(v4) == 0 && len(v6) == 0 {
-		return spec()
+		return &imp.view
 	}
 	v := imp.view
-	v.source, v.outOfScope, v.localOnly = sourceSlices, outOfScope, localOnly
+	v.source, v.localOnly = sourceSlices, localOnly
 	v.ipv4, v.ipv6 = sortedUnique(v4), sortedUnique(v6)
 	return &v
 }

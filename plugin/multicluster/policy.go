@@ -14,8 +14,8 @@ import (
 // makes it an exclusion. A name may fall back when it matches no exclusion
 // and, if there are patterns that include, at least one of them.
 //
-// It is consulted when a view is built, never per query: a view records
-// whether its import is out of scope.
+// It is consulted when the sources file an import, never per query: the
+// import's spec, and so its view, carries the verdict.
 type fallbackScope struct {
 	include, exclude []scopePattern
 	// system are the patterns of the namespaces whose imports never answer
@@ -191,29 +191,45 @@ func checkGlob(g string) error {
 	return nil
 }
 
+// scopeVerdict is whether an import may answer in fallback zones, and if
+// not, which rule keeps it out.
+type scopeVerdict uint8
+
+const (
+	inScope       scopeVerdict = iota
+	scopeRefused               // fallback_scope keeps it local
+	systemRefused              // a system name that system_fallback does not name
+)
+
 // allows reports whether the import namespace/name may answer in fallback
 // zones. A nil scope allows everything.
 func (s *fallbackScope) allows(namespace, name string) bool {
+	return s.verdict(namespace, name) == inScope
+}
+
+// verdict says whether the import namespace/name may answer in fallback
+// zones, and if not, why. A nil scope allows everything.
+func (s *fallbackScope) verdict(namespace, name string) scopeVerdict {
 	if s == nil {
-		return true
+		return inScope
 	}
 	if s.systemRefuses(namespace, name) {
-		return false
+		return systemRefused
 	}
 	for _, p := range s.exclude {
 		if p.matches(namespace, name) {
-			return false
+			return scopeRefused
 		}
 	}
 	if len(s.include) == 0 {
-		return true
+		return inScope
 	}
 	for _, p := range s.include {
 		if p.matches(namespace, name) {
-			return true
+			return inScope
 		}
 	}
-	return false
+	return scopeRefused
 }
 
 func (p scopePattern) matches(namespace, name string) bool {

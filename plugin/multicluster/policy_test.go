@@ -299,8 +299,9 @@ func BenchmarkScoped(b *testing.B) {
 	}
 }
 
-// TestScopeVerdictOnTheSpec: an import the scope keeps out, converted by the
-// watcher, is served from its spec with no copy, and counts as out of scope.
+// TestScopeVerdictOnTheSpec: an import the scope keeps out, converted as
+// the informer converts it, gets the verdict when the sources file it, and
+// is served from the spec they filed, with no copy of its own.
 func TestScopeVerdictOnTheSpec(t *testing.T) {
 	scope, err := newFallbackScope([]string{"shop/*"})
 	if err != nil {
@@ -308,17 +309,16 @@ func TestScopeVerdictOnTheSpec(t *testing.T) {
 	}
 	m, next := newTestPlugin(t, nil, fakeLocal{})
 	m.sources.setScope(scope)
-	w := &watcher{scope: scope}
 	for _, ns := range []string{"shop", "internal"} {
-		out, err := w.toImportSpec(asImport(serviceImport(ns, "web", "10.42.3.1")))
+		out, err := toImportSpec(asImport(serviceImport(ns, "web", "10.42.3.1")))
 		if err != nil {
 			t.Fatal(err)
 		}
-		spec := out.(*importSpec)
-		m.sources.setImport(spec)
+		m.sources.setImport(out.(*importSpec))
+		filed := m.sources.imports[serviceKey{namespace: ns, name: "web"}]
 		v := m.index.lookup(ns, "web")
-		if v != &spec.view || v.outOfScope != (ns == "internal") {
-			t.Errorf("%s: view %p (spec's %p), out of scope %v", ns, v, &spec.view, v.outOfScope)
+		if want := map[bool]scopeVerdict{false: inScope, true: scopeRefused}[ns == "internal"]; v != &filed.view || v.scope != want {
+			t.Errorf("%s: view %p (the filed spec's %p), verdict %d, want %d", ns, v, &filed.view, v.scope, want)
 		}
 	}
 	calls := next.calls

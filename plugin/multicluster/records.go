@@ -28,12 +28,20 @@ type answer struct {
 	// capped: records were left out as they were made, so that no more
 	// were made than an answer carries (capAnswer).
 	capped bool
+	// why is what of the name decided the answer: the rule of the schema,
+	// or of the import, that gave these records or none.
+	why reason
+	// source is where the addresses of a ClusterSetIP import's answer came
+	// from (A, AAAA, SRV).
+	source addressSource
 }
 
-var (
-	nxdomain = answer{rcode: dns.RcodeNameError}
-	nodata   = answer{rcode: dns.RcodeSuccess}
-)
+// nxdomain is the answer for a name that does not exist, and why.
+func nxdomain(why reason) answer { return answer{rcode: dns.RcodeNameError, why: why} }
+
+// nodata is the answer for a name that exists with no record of the type
+// asked, and why.
+func nodata(why reason) answer { return answer{rcode: dns.RcodeSuccess, why: why} }
 
 // addresses returns A or AAAA records named owner: at most limit, as many
 // as the reply carries.

@@ -28,38 +28,39 @@ type resolver struct {
 	reverseRanges []netip.Prefix
 }
 
-// name answers any name of a clusterset zone. owner is the query name as
-// asked, zone the zone in the query's case.
-func (r *resolver) name(req request, owner string, qtype uint16, zone string) answer {
+// name answers any name of a clusterset zone, and returns the import it
+// read, if any. owner is the query name as asked, zone the zone in the
+// query's case.
+func (r *resolver) name(req request, owner string, qtype uint16, zone string) (answer, *view) {
 	switch req.kind {
 	case kindApex:
 		switch qtype {
 		case dns.TypeSOA:
-			return answer{answer: []dns.RR{soa(zone, r.serial(), r.ttl)}}
+			return answer{answer: []dns.RR{soa(zone, r.serial(), r.ttl)}, why: whyApex}, nil
 		case dns.TypeNS:
-			return answer{answer: []dns.RR{ns(zone, r.ttl)}}
+			return answer{answer: []dns.RR{ns(zone, r.ttl)}, why: whyApex}, nil
 		}
-		return nodata
+		return nodata(whyApex), nil
 	case kindDNSVersion:
 		if qtype == dns.TypeTXT {
-			return answer{answer: []dns.RR{txt(owner, schemaVersion, dnsVersionTTL)}}
+			return answer{answer: []dns.RR{txt(owner, schemaVersion, dnsVersionTTL)}, why: whyDNSVersion}, nil
 		}
-		return nodata
+		return nodata(whyDNSVersion), nil
 	case kindNameserver, kindNameserverParent, kindSvcLabel:
-		return nodata
+		return nodata(whyStructure), nil
 	case kindNamespace:
 		if r.index.hasNamespace(req.namespace) {
-			return nodata
+			return nodata(whyNamespace), nil
 		}
-		return nxdomain
+		return nxdomain(whyNoNamespace), nil
 	case kindService, kindPort, kindHost, kindReserved:
 		v := r.index.lookup(req.namespace, req.service)
 		if v == nil {
-			return nxdomain
+			return nxdomain(whyNoImport), nil
 		}
-		return r.service(req, v, owner, qtype, zone)
+		return r.service(req, v, owner, qtype, zone), v
 	}
-	return nxdomain
+	return nxdomain(whyNotSchema), nil
 }
 
 // service answers a name at or below the service v.
@@ -68,9 +69,9 @@ func (r *resolver) service(req request, v *view, owner string, qtype uint16, zon
 		// cluster.svc.ns.svc.Z holds no records (the specification reserves
 		// it); it exists when host names of that cluster lie below it.
 		if v.headless && v.eps != nil && v.eps.hasNamesBelow(req.cluster) {
-			return nodata
+			return nodata(whyReservedAbove)
 		}
-		return nxdomain
+		return nxdomain(whyReserved)
 	}
 	if v.headless {
 		return r.headless(req, v, owner, qtype, zone)
@@ -79,20 +80,20 @@ func (r *resolver) service(req request, v *view, owner string, qtype uint16, zon
 	case kindService:
 		switch qtype {
 		case dns.TypeA:
-			v4, v6, local := r.clusterSetIPs(v)
-			return answer{answer: addresses(owner, v4, false, r.ttl, req.recordLimit()), localOnly: local, pending: len(v4)+len(v6) == 0, capped: len(v4) > maxAnswerRecords}
+			v4, v6, local, source := r.clusterSetIPs(v)
+			return answer{answer: addresses(owner, v4, false, r.ttl, req.recordLimit()), localOnly: local, pending: len(v4)+len(v6) == 0, capped: len(v4) > maxAnswerRecords, why: whyAddresses, source: source}
 		case dns.TypeAAAA:
-			v4, v6, local := r.clusterSetIPs(v)
-			return answer{answer: addresses(owner, v6, true, r.ttl, req.recordLimit()), localOnly: local, pending: len(v4)+len(v6) == 0, capped: len(v6) > maxAnswerRecords}
+			v4, v6, local, source := r.clusterSetIPs(v)
+			return answer{answer: addresses(owner, v6, true, r.ttl, req.recordLimit()), localOnly: local, pending: len(v4)+len(v6) == 0, capped: len(v6) > maxAnswerRecords, why: whyAddresses, source: source}
 		case dns.TypeSRV:
 			return r.clusterSetSRV(v, v.ports, owner, zone, req.recordLimit())
 		}
-		return nodata
+		return nodata(whyServiceType)
 	case kindPort:
 		return portAnswer(v, req, qtype, func(ports []servicePort) answer { return r.clusterSetSRV(v, ports, owner, zone, req.recordLimit()) })
 	}
 	// host.cluster names exist only for headless imports.
-	return nxdomain
+	return nxdomain(whyHostOfClusterSetIP)
 }
 
 // portAnswer answers a _port._proto name of v: NXDOMAIN without such a
@@ -100,12 +101,14 @@ func (r *resolver) service(req request, v *view, owner string, qtype uint16, zon
 func portAnswer(v *view, req request, qtype uint16, srvOf func([]servicePort) answer) answer {
 	ports := matchPorts(v.ports, req.port, req.protocol)
 	if len(ports) == 0 {
-		return nxdomain
+		return nxdomain(whyNoSuchPort)
 	}
 	if qtype == dns.TypeSRV {
-		return srvOf(ports)
+		a := srvOf(ports)
+		a.why = whyPortSRV
+		return a
 	}
-	return nodata
+	return nodata(whyPortType)
 }
 
 // clusterSetSRV returns one SRV per port, all pointing at the service name,
@@ -113,20 +116,20 @@ func portAnswer(v *view, req request, qtype uint16, srvOf func([]servicePort) an
 func (r *resolver) clusterSetSRV(v *view, ports []servicePort, owner, zone string, limit int) answer {
 	ports = distinctPorts(ports)
 	if len(ports) == 0 {
-		return nodata
+		return nodata(whyNoPorts)
 	}
 	target := serviceName(v.key, zone)
 	// No more records are made than the reply can carry.
 	built := ports[:min(len(ports), limit)]
-	a := answer{answer: make([]dns.RR, len(built))}
+	a := answer{answer: make([]dns.RR, len(built)), why: whySRV}
 	block := make([]dns.SRV, len(built))
 	for i, p := range built {
 		block[i] = srv(owner, target, p.port, len(ports), r.ttl)
 		a.answer[i] = &block[i]
 	}
-	v4, v6, local := r.clusterSetIPs(v)
+	v4, v6, local, source := r.clusterSetIPs(v)
 	a.extra = append(addresses(target, v4, false, r.ttl, limit), addresses(target, v6, true, r.ttl, limit)...)
-	a.localOnly = local
+	a.localOnly, a.source = local, source
 	a.capped = len(ports) > maxAnswerRecords || len(v4) > maxAnswerRecords || len(v6) > maxAnswerRecords
 	return a
 }
@@ -145,22 +148,22 @@ func (r *resolver) clusterSetSRV(v *view, ports []servicePort, owner, zone strin
 // Derived Services are read from the Service cache at query time, so that
 // answers follow them as they change. local reports that the addresses are
 // the local cluster's alone, from slices of an import that prefers close
-// endpoints.
-func (r *resolver) clusterSetIPs(v *view) (v4, v6 []net.IP, local bool) {
+// endpoints; source which of the four they came from (sourceNone: none).
+func (r *resolver) clusterSetIPs(v *view) (v4, v6 []net.IP, local bool, source addressSource) {
 	if v.source == sourceSpec || r.local == nil {
-		return v.ipv4, v.ipv6, v.localOnly
+		return v.ipv4, v.ipv6, v.localOnly, v.source
 	}
 	if v.derived != "" {
 		if v4, v6 := r.derivedIPs(v.key.namespace, v.derived); len(v4) > 0 || len(v6) > 0 {
-			return v4, v6, false
+			return v4, v6, false, sourceDerived
 		}
 	}
 	if r.derivedPrefix != "" {
 		if v4, v6 := r.derivedIPs(v.key.namespace, r.derivedPrefix+v.key.name); len(v4) > 0 || len(v6) > 0 {
-			return v4, v6, false
+			return v4, v6, false, sourcePrefix
 		}
 	}
-	return v.ipv4, v.ipv6, v.localOnly
+	return v.ipv4, v.ipv6, v.localOnly, v.source
 }
 
 // derivedIPs returns the ClusterIPs of the local Service namespace/name, none
@@ -177,7 +180,7 @@ func (r *resolver) derivedIPs(namespace, name string) (v4, v6 []net.IP) {
 // service has no names at all (spec 2.4.1).
 func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zone string) answer {
 	if !v.readyEndpoints() {
-		return answer{rcode: dns.RcodeNameError, pending: true}
+		return answer{rcode: dns.RcodeNameError, pending: true, why: whyNoReadyEndpoint}
 	}
 	eps := v.eps
 	switch req.kind {
@@ -190,11 +193,11 @@ func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zo
 				n = eps.s6
 			}
 			rrs := endpointAddresses(owner, eps.served, n, v6, r.ttl, eps.dups, req.recordLimit())
-			return answer{answer: rrs, localOnly: v.localOnly, capped: n > maxAnswerRecords}
+			return answer{answer: rrs, localOnly: v.localOnly, capped: n > maxAnswerRecords, why: whyAddresses}
 		case dns.TypeSRV:
 			return r.headlessSRV(v, v.ports, owner, zone, req.recordLimit())
 		}
-		return nodata
+		return nodata(whyServiceType)
 	case kindPort:
 		return portAnswer(v, req, qtype, func(ports []servicePort) answer { return r.headlessSRV(v, ports, owner, zone, req.recordLimit()) })
 	case kindHost:
@@ -215,16 +218,16 @@ func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zo
 			}
 		})
 		if found {
-			return answer{answer: rrs, capped: capped}
+			return answer{answer: rrs, capped: capped, why: whyHost}
 		}
 		if _, ent := eps.ents[req.labels]; ent {
 			// An intermediate name of a cluster id of several labels:
 			// names exist below it (RFC 8020).
-			return nodata
+			return nodata(whyClusterAbove)
 		}
-		return nxdomain
+		return nxdomain(whyNoSuchHost)
 	}
-	return nxdomain
+	return nxdomain(whyNoName)
 }
 
 // eachHost calls f for each endpoint named host in the slices of cluster,
@@ -313,7 +316,7 @@ func endpointAddresses(owner string, in []*sliceSpec, n int, v6 bool, ttl uint32
 func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string, limit int) answer {
 	ports = distinctPorts(ports)
 	if len(ports) == 0 {
-		return nodata
+		return nodata(whyNoPorts)
 	}
 	eps := v.eps
 	anonymous, names, named := false, 0, 0
@@ -380,7 +383,7 @@ func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string,
 			rr.(*dns.SRV).Weight = srvWeight(len(b.answer))
 		}
 	}
-	return answer{answer: b.answer, extra: b.extra, localOnly: v.localOnly, capped: b.capped}
+	return answer{answer: b.answer, extra: b.extra, localOnly: v.localOnly, capped: b.capped, why: whySRV}
 }
 
 // srvBuilder makes the records of a headless SRV answer, within its bounds.
@@ -529,7 +532,8 @@ func distinctPortsOfMany(ports []servicePort) []servicePort {
 type ptrVerdict uint8
 
 const (
-	ptrAnswered      ptrVerdict = iota // one name of an import
+	ptrNone          ptrVerdict = iota // no verdict: no PTR query of an address
+	ptrAnswered                        // one name of an import
 	ptrUnknown                         // no import claims the address
 	ptrOutOfRange                      // an import claims it, outside reverse_ranges
 	ptrLocal                           // a local Service's or endpoint's own address

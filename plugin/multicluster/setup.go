@@ -246,7 +246,6 @@ func (m *Multicluster) startWatching() error {
 		health:      newHealth(func(d *degradation) { m.degraded.Store(d) }),
 		ownServices: m.local == nil,
 		dynamic:     dyn,
-		scope:       m.scope,
 		retry:       time.Second,
 		longestZone: m.longestZone(),
 	}
@@ -256,7 +255,7 @@ func (m *Multicluster) startWatching() error {
 		close(synced)
 	})
 	if w.ownServices {
-		m.local = informerServices{store: w.services, synced: w.servicesOK, changes: &w.serviceChanges}
+		m.local = w.localServices()
 	}
 	m.watch = w
 

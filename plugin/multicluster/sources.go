@@ -24,6 +24,9 @@ type sources struct {
 	sliceOf map[sliceID]serviceKey // where a slice was filed, for relabelled slices
 	index   *index
 	policy  viewPolicy
+	// scope is the fallback scope, whose verdict each import's spec gets
+	// as it is filed (scoped).
+	scope *fallbackScope
 }
 
 // serviceSlices is what is known of the slices of one service.
@@ -89,8 +92,22 @@ func (s *sources) setImport(spec *importSpec) {
 		return
 	}
 	delete(s.copies, spec.key)
-	s.imports[spec.key] = spec
+	s.imports[spec.key] = s.scoped(spec)
 	s.rebuildLocked(spec.key)
+}
+
+// scoped returns spec with the fallback scope's verdict: spec itself when
+// it has the verdict already, else a copy that has it. Specs are immutable
+// once made, and the informer that made this one keeps none: the copy is
+// what the sources file, and what the view of a ClusterSetIP import is.
+func (s *sources) scoped(spec *importSpec) *importSpec {
+	verdict := s.scope.verdict(spec.key.namespace, spec.key.name)
+	if spec.scope == verdict {
+		return spec
+	}
+	c := *spec
+	c.scope = verdict
+	return &c
 }
 
 func (s *sources) deleteImport(key serviceKey) {
@@ -127,8 +144,10 @@ func (s *sources) setSlice(spec *sliceSpec) {
 	case old != nil && old.cluster == spec.cluster && old.ref != nil:
 		spec.ref = old.ref
 	default:
-		spec.ref = &sliceRef{spec: spec}
+		spec.ref = &sliceRef{}
 	}
+	// The reverse map's claims of the slice read this version from now on.
+	spec.ref.spec.Store(spec)
 	ss.replace(old, spec)
 	s.sliceOf[id] = spec.key
 	s.rebuildLocked(spec.key)
@@ -443,12 +462,12 @@ func (s *sources) rebuildLocked(key serviceKey) {
 	s.index.put(key, old, newView(imp, s.slices[key], s.policy))
 }
 
-// setScope sets the fallback scope; views built from then on follow it.
+// setScope sets the fallback scope; imports filed from then on follow it.
 // Setup calls it before any object arrives.
 func (s *sources) setScope(scope *fallbackScope) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.policy.scope = scope
+	s.scope = scope
 }
 
 // setLocalCluster sets the id of the cluster this server runs in, and

@@ -1,9 +1,6 @@
 package multicluster
 
 import (
-	"maps"
-	"slices"
-
 	"github.com/coredns/coredns/plugin"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -88,15 +85,12 @@ func maxWithoutAddresses(ms []*Multicluster) int {
 // AAAA with no record: the resolver's own choice of addresses, made for
 // every import, when Prometheus asks.
 func (m *Multicluster) withoutAddresses() int {
-	m.index.mu.RLock()
-	views := slices.Collect(maps.Values(m.index.views))
-	m.index.mu.RUnlock()
 	n := 0
-	for _, v := range views {
+	for _, v := range m.index.snapshot() {
 		if v.headless {
 			continue
 		}
-		if v4, v6, _ := m.clusterSetIPs(v); len(v4)+len(v6) == 0 {
+		if v4, v6, _, _ := m.clusterSetIPs(v); len(v4)+len(v6) == 0 {
 			n++
 		}
 	}

@@ -87,7 +87,7 @@ func (m *Multicluster) Imports() []Import {
 		if v.headless {
 			v.eachEndpoint(func(_ string, e endpoint) { imp.Addresses = append(imp.Addresses, e.ip.String()) })
 		} else {
-			v4, v6, _ := m.clusterSetIPs(v)
+			v4, v6, _, _ := m.clusterSetIPs(v)
 			for _, ip := range append(slices.Clip(v4), v6...) {
 				imp.Addresses = append(imp.Addresses, ip.String())
 			}

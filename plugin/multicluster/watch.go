@@ -38,7 +38,9 @@ type watcher struct {
 	sources    *sources
 	health     *health
 
-	// ownServices makes the watcher cache local Services itself.
+	// ownServices makes the watcher cache local Services itself: the
+	// store, its informer's sync and a count of its events, which
+	// localServices reads.
 	ownServices bool
 	services    cache.Indexer
 	servicesOK  func() bool
@@ -48,10 +50,6 @@ type watcher struct {
 	// longestZone is the length of the longest zone names are answered in:
 	// host names that would not fit below it are dropped.
 	longestZone int
-
-	// scope is the fallback scope, whose verdict conversion stamps on
-	// each import.
-	scope *fallbackScope
 
 	// dynamic, when set, follows the ClusterProperty that names the local
 	// cluster (clusterid.go); nil when the Corefile gives cluster_id.
@@ -126,6 +124,12 @@ func (w *watcher) start(onSynced func()) {
 	w.running.Go(func() { w.watchImports(ctx, onSynced) })
 }
 
+// localServices reads the local Services the watcher caches itself
+// (ownServices), once start has begun caching them.
+func (w *watcher) localServices() informerServices {
+	return informerServices{store: w.services, synced: w.servicesOK, changes: &w.serviceChanges}
+}
+
 // stop ends every informer and waits for them and every other goroutine
 // start began. What their stores held leaves the objects gauge, and the
 // watcher's degraded reasons leave the degraded gauge, so that a reload does
@@ -197,23 +201,6 @@ func serviceListWatch(c kubernetes.Interface) *cache.ListWatch {
 }
 
 // Conversions from API objects to what the stores keep.
-
-// toImportSpec converts a ServiceImport, and records whether the fallback
-// scope keeps it out of fallback zones: the scope does not change while the
-// plugin runs, so its verdict belongs to the spec, and views need no copy of
-// it to carry the verdict.
-func (w *watcher) toImportSpec(obj meta.Object) (meta.Object, error) {
-	out, err := toImportSpec(obj)
-	if err != nil {
-		return nil, err
-	}
-	spec, _ := out.(*importSpec)
-	if p, ok := out.(*withProblems); ok {
-		spec = p.Object.(*importSpec)
-	}
-	spec.outOfScope = !w.scope.allows(spec.key.namespace, spec.key.name)
-	return out, nil
-}
 
 // toImportSpec converts a ServiceImport as decoded (importObject). One that
 // did not decode fails with why: the informer drops it, and its former
