@@ -12,7 +12,6 @@ import (
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/kubernetes"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
-	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -190,7 +189,7 @@ func (e *Engine) Explain(r *dns.Msg) Result {
 	if ex.Handled {
 		res.AnsweredBy = "multicluster"
 	} else if e.k != nil {
-		rec := dnstest.NewRecorder(&test.ResponseWriter{})
+		rec := dnstest.NewRecorder(multicluster.OfflineWriter{})
 		_, err := e.k.ServeDNS(context.Background(), rec, r)
 		switch {
 		case errors.Is(err, errPassedOn):

@@ -14,7 +14,6 @@ import (
 	"github.com/coredns/caddy/caddyfile"
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
-	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -627,7 +626,7 @@ func explainFront(ctx context.Context, kube kubeclient.Interface, l layout, r *d
 		if plugin.Zones(k.Zones).Matches(name) == "" {
 			say("%s is not in the zones of the front's kubernetes plugin (%s)", name, strings.Join(k.Zones, " "))
 		} else {
-			rec := dnstest.NewRecorder(&test.ResponseWriter{})
+			rec := dnstest.NewRecorder(multicluster.OfflineWriter{})
 			_, err := k.ServeDNS(context.Background(), rec, r)
 			switch {
 			case errors.Is(err, errPassedOn):
