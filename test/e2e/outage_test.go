@@ -20,13 +20,13 @@ import (
 // plain, no lookup gets SERVFAIL or times out, and imported names answer
 // again once the standalone server does. It logs, per phase and kind,
 // failures and the latency the front adds (p50, p99).
-func checkOutage(t *testing.T, front, plain *server, standalone *standaloneServer, ns string, web *corev1.Service) {
+func checkOutage(t *testing.T, front, plain *server, standalone *standaloneServer, ns string, web *corev1.Service, importIP string) {
 	t.Helper()
 	ptr, _ := dns.ReverseAddr(web.Spec.ClusterIP)
 	cfg := outage.Config{
 		Front: front.addr, Alone: plain.addr, Namespace: ns,
 		Local: "web." + ns + ".svc.cluster.local.", PTR: ptr,
-		Import: "remote." + ns + ".svc.cluster.local.", ImportAddress: "10.42.5.1",
+		Import: "remote." + ns + ".svc.cluster.local.", ImportAddress: importIP,
 	}
 	standInRequests := func() float64 {
 		return resilientServer{server: front, metrics: metricsURL(t, front)}.metric(t, "coredns_dns_requests_total", standInLabels(t, front))

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,10 @@ import (
 var stockCoreDNS = sync.OnceValues(func() (string, error) {
 	return harness.GoBuild(filepath.Join(workDir, "coredns-stock"), "github.com/coredns/coredns")
 })
+
+// standaloneRuns counts the runs of TestStandaloneBehindStockCoreDNS in this
+// process (go test -count).
+var standaloneRuns atomic.Int32
 
 // recordingResolver stands for the upstream resolver of the cluster's DNS
 // (/etc/resolv.conf of its pods): it answers every query NXDOMAIN, but A
@@ -160,8 +165,13 @@ func TestStandaloneBehindStockCoreDNS(t *testing.T) {
 	}
 	ns := namespace(t, "standalone")
 	web := createService(t, ns, "web")
-	createImport(t, newImport(ns, "web", "10.42.5.2")) // local wins
-	createImport(t, newImport(ns, "remote", "10.42.5.1"))
+	// Addresses of this run's own: the namespaces of earlier runs in this
+	// process are never deleted (no namespace controller runs), and their
+	// imports would make the PTR of a shared address a conflict.
+	run := standaloneRuns.Add(1)
+	remoteIP, webIP := fmt.Sprintf("10.42.%d.1", 100+run), fmt.Sprintf("10.42.%d.2", 100+run)
+	createImport(t, newImport(ns, "web", webIP)) // local wins
+	createImport(t, newImport(ns, "remote", remoteIP))
 	upstream := startRecordingResolver(t)
 
 	// The standalone coredns-mcs, with the Corefile of manifests/standalone.
@@ -181,8 +191,8 @@ func TestStandaloneBehindStockCoreDNS(t *testing.T) {
 		}), fPort, fReady)
 		pPort, pReady := harness.FreePort(t), harness.FreePort(t)
 		plain := startCorefile(t, "stock CoreDNS with kubeadm's Corefile", stock, localize(t, kubeadmOnly, pPort, pReady, map[string]string{"/etc/resolv.conf": upstream.addr}), pPort, pReady)
-		checkFront(t, frontServer, plain, standalone, upstream, ns, web, "kubeadm")
-		checkOutage(t, frontServer, plain, standalone, ns, web)
+		checkFront(t, frontServer, plain, standalone, upstream, ns, web, remoteIP, webIP, "kubeadm")
+		checkOutage(t, frontServer, plain, standalone, ns, web, remoteIP)
 	})
 	t.Run("k3s", func(t *testing.T) {
 		// k3s's Corefile (manifests/coredns.yaml of k3s) imports the keys
@@ -218,7 +228,7 @@ func TestStandaloneBehindStockCoreDNS(t *testing.T) {
 		}
 		plainK3s := strings.NewReplacer("/etc/coredns/", plainDir+"/").Replace(mcsfront.K3sCorefile)
 		plain := startCorefile(t, "k3s's CoreDNS alone", stock, localize(t, plainK3s, pPort, pReady, map[string]string{"/etc/resolv.conf": upstream.addr}), pPort, pReady)
-		checkFront(t, frontServer, plain, standalone, upstream, ns, web, "k3s")
+		checkFront(t, frontServer, plain, standalone, upstream, ns, web, remoteIP, webIP, "k3s")
 	})
 }
 
@@ -242,7 +252,7 @@ func k3sCustomServer(t *testing.T) string {
 
 // checkFront asks front (stock CoreDNS with a recipe, forwarding to the
 // standalone server) and plain (the same without the recipe).
-func checkFront(t *testing.T, front, plain *server, standalone *standaloneServer, upstream *recordingResolver, ns string, web *corev1.Service, recipe string) {
+func checkFront(t *testing.T, front, plain *server, standalone *standaloneServer, upstream *recordingResolver, ns string, web *corev1.Service, remoteIP, webIP, recipe string) {
 	t.Helper()
 	before0 := len(upstream.asked())
 	// Local names: byte for byte what stock CoreDNS answers without the recipe.
@@ -263,16 +273,16 @@ func checkFront(t *testing.T, front, plain *server, standalone *standaloneServer
 	// machine) is answered for by the stand-in, NXDOMAIN for that query
 	// (the stand-in's TTL is 0): the answers are awaited a few seconds.
 	within := time.Duration(mcsfront.StandInTTL+5) * time.Second
-	expectAddresses(t, front, "remote."+ns+".svc.cluster.local.", dns.TypeA, within, "10.42.5.1")
-	expectAddresses(t, front, "remote."+ns+".svc.clusterset.local.", dns.TypeA, within, "10.42.5.1")
-	expectAddresses(t, front, "web."+ns+".svc.clusterset.local.", dns.TypeA, within, "10.42.5.2")
+	expectAddresses(t, front, "remote."+ns+".svc.cluster.local.", dns.TypeA, within, remoteIP)
+	expectAddresses(t, front, "remote."+ns+".svc.clusterset.local.", dns.TypeA, within, remoteIP)
+	expectAddresses(t, front, "web."+ns+".svc.clusterset.local.", dns.TypeA, within, webIP)
 	for _, proto := range []string{"udp", "tcp"} {
 		eventually(t, within, "SRV over "+proto, func() (bool, string) {
 			srv := front.query(t, proto, "_http._tcp.remote."+ns+".svc.cluster.local.", dns.TypeSRV)
 			return len(srv.Answer) == 1 && strings.Contains(srv.Answer[0].String(), "80 remote."+ns+".svc.cluster.local."), fmt.Sprint(srv.Answer)
 		})
 		eventually(t, within, "PTR over "+proto, func() (bool, string) {
-			ptr := front.query(t, proto, ptrOf("10.42.5.1"), dns.TypePTR)
+			ptr := front.query(t, proto, ptrOf(remoteIP), dns.TypePTR)
 			return len(ptr.Answer) == 1 && strings.HasSuffix(ptr.Answer[0].String(), "remote."+ns+".svc.clusterset.local."), fmt.Sprint(ptr.Answer)
 		})
 	}
