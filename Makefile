@@ -102,7 +102,7 @@ test: ## unit tests (race detector on the plugin), then integration and end-to-e
 	$(NORACE) ./coredns/...; \
 	wait $$testbin || { cat build/testbin.log >&2; echo "building the test binaries ($(TESTBIN_SETS)) failed" >&2; exit 1; }; \
 	set -a; . build/testbin.env; set +a; \
-	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 30m $(TEST_FIRST) ./test/...; \
+	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 45m $(TEST_FIRST) ./test/...; \
 	wait $$later || { cat build/testbin-release.log >&2; echo "building stock CoreDNS (test/cmd/stockcoredns) or the release tools ($(RELEASE_TESTBIN_SETS)) failed" >&2; exit 1; }; \
 	trap - EXIT
 
