@@ -42,7 +42,7 @@ func (s Shipped) HungCost() string {
 	case s.ReadTimeout():
 		return "the read timeout (" + DefaultReadTimeout.String() + ") per forwarded name, until the health checks mark it down"
 	}
-	return "2 s per forwarded name (forward's fixed read timeout) in the first seconds of a hang; a client with `timeout:1` can fail a lookup then"
+	return "2 s per forwarded name (forward's fixed read timeout) in the first seconds of a hang, and in a cluster of any outage until kube-proxy's rules follow; a client with `timeout:1` can fail a lookup then"
 }
 
 // ShippedCoreDNS returns the CoreDNS versions of the table, each once, in
