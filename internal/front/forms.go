@@ -221,11 +221,7 @@ func Render(p Platform, o Options, corefile string) (string, error) {
 // (controller_dns_configmap.go of openshift/cluster-dns-operator): no
 // view, no stand-in, no read_timeout.
 func OpenShiftServer(o Options) (map[string]any, error) {
-	o = o.withDefaults()
-	if err := o.validate(); err != nil {
-		return nil, err
-	}
-	reverse, err := o.ReverseZones()
+	o, reverse, err := o.prepare()
 	if err != nil {
 		return nil, err
 	}
@@ -242,11 +238,7 @@ func OpenShiftServer(o Options) (map[string]any, error) {
 // StubDomains returns the kube-dns ConfigMap with stub domains for the
 // clusterset zone and the reverse zones, added to the ones it has.
 func StubDomains(o Options, existing map[string][]string) (*corev1.ConfigMap, error) {
-	o = o.withDefaults()
-	if err := o.validate(); err != nil {
-		return nil, err
-	}
-	reverse, err := o.ReverseZones()
+	o, reverse, err := o.prepare()
 	if err != nil {
 		return nil, err
 	}

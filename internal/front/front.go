@@ -272,15 +272,22 @@ func ServiceNamePattern(domain string) string {
 	return `^([^.]+[.][^.]+[.]([^.]+[.])*)?[^.]+[.][^.]+[.]svc[.]` + quoted + `[.]$`
 }
 
+// prepare returns o with its defaults, validated, and its reverse zones:
+// what every form of the configuration starts from.
+func (o Options) prepare() (Options, []string, error) {
+	o = o.withDefaults()
+	if err := o.validate(); err != nil {
+		return o, nil, err
+	}
+	reverse, err := o.ReverseZones()
+	return o, reverse, err
+}
+
 // Servers returns the server blocks the front needs, in order: the view
 // block for cluster.local, the clusterset zone, the reverse zones, and the
 // stand-in.
 func (o Options) Servers() ([]Server, error) {
-	o = o.withDefaults()
-	if err := o.validate(); err != nil {
-		return nil, err
-	}
-	reverse, err := o.ReverseZones()
+	o, reverse, err := o.prepare()
 	if err != nil {
 		return nil, err
 	}
