@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 
 // The cost of the extra hop of the standalone install (docs/platforms.md):
@@ -185,7 +187,7 @@ func (b *bench) extraHop(ctx context.Context, g loadgen, serverCPU string, fallb
 	}
 	defer standalone.stop()
 	// The front: what kubectl mcs front writes for kubeadm.
-	standIn, err := freePorts(1)
+	standIn, err := harness.FreePorts(1)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/front"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/outage"
 )
 
@@ -80,7 +81,7 @@ func (b *bench) outage(ctx context.Context, serverCPU string) error {
 	}
 	defer stopUpstream()
 
-	ports, err := freePorts(5)
+	ports, err := harness.FreePorts(5)
 	if err != nil {
 		return err
 	}

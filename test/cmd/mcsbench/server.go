@@ -8,17 +8,16 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/corefiles"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/process"
 	"github.com/miekg/dns"
 )
@@ -172,7 +171,7 @@ func startServer(ctx context.Context, o serverOptions) (*server, error) {
 	ports := o.ports
 	if ports == nil {
 		var err error
-		if ports, err = freePorts(4); err != nil {
+		if ports, err = harness.FreePorts(4); err != nil {
 			return nil, err
 		}
 	}
@@ -473,50 +472,4 @@ func answerOf(r *dns.Msg) string {
 		b.WriteString(strings.Join(strings.Fields(rr.String()), " "))
 	}
 	return b.String()
-}
-
-// handedOut are the ports freePorts returned in this run. coredns binds
-// its listeners with SO_REUSEPORT (plugin/pkg/reuseport), so two servers
-// given one port would both start, and the kernel would hand each new
-// connection to one of them: a server's /ready, say, polled on another's
-// metrics listener, which answers 404. A port the kernel offers again,
-// after the server it was given to closed it, is not given out twice.
-var handedOut = struct {
-	sync.Mutex
-	ports map[int]bool
-}{ports: map[int]bool{}}
-
-// freePorts returns n distinct ports on 127.0.0.1 that were free, for both
-// TCP and UDP, a moment ago, and that no other call returned.
-func freePorts(n int) ([]int, error) {
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	var ports []int
-	var held []io.Closer
-	defer func() {
-		for _, c := range held {
-			c.Close()
-		}
-	}()
-	for len(ports) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
-		}
-		held = append(held, l)
-		port := l.Addr().(*net.TCPAddr).Port
-		if handedOut.ports[port] {
-			continue // held, so a new port comes next
-		}
-		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue // taken for UDP; the TCP listener stays held, so a new port comes next
-		}
-		held = append(held, u)
-		ports = append(ports, port)
-	}
-	for _, port := range ports {
-		handedOut.ports[port] = true
-	}
-	return ports, nil
 }

@@ -7,8 +7,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -21,35 +23,60 @@ import (
 // moment ago: coredns serves DNS on both.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	handedOut.Lock()
-	defer handedOut.Unlock()
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if handedOut.ports[port] {
-			continue
-		}
-		if u, err := net.ListenPacket("udp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			u.Close()
-			handedOut.ports[port] = true
-			return port
-		}
+	ports, err := FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no port free for both TCP and UDP on 127.0.0.1")
-	return 0
+	return ports[0]
 }
 
-// handedOut are the ports FreePort returned: never twice in a process, so
-// that a server a test stops and starts again on its port (tests running
-// in parallel) does not find it given to another.
+// handedOut are the ports FreePorts returned in this process (a test
+// binary, mcsbench's run). coredns binds
+// its listeners with SO_REUSEPORT (plugin/pkg/reuseport), so two servers
+// given one port would both start, and the kernel would hand each new
+// connection to one of them: a server's /ready, say, polled on another's
+// metrics listener, which answers 404. A port the kernel offers again,
+// after the server it was given to closed it, is not given out twice:
+// nor to a test's server while the one it killed waits to start again.
 var handedOut = struct {
 	sync.Mutex
 	ports map[int]bool
 }{ports: map[int]bool{}}
+
+// FreePorts returns n distinct ports on 127.0.0.1 that were free, for both
+// TCP and UDP, a moment ago, and that no other call returned.
+func FreePorts(n int) ([]int, error) {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	var ports []int
+	var held []io.Closer
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for len(ports) < n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("find a free port: %w", err)
+		}
+		held = append(held, l)
+		port := l.Addr().(*net.TCPAddr).Port
+		if handedOut.ports[port] {
+			continue // held, so a new port comes next
+		}
+		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue // taken for UDP; the TCP listener stays held, so a new port comes next
+		}
+		held = append(held, u)
+		ports = append(ports, port)
+	}
+	for _, port := range ports {
+		handedOut.ports[port] = true
+	}
+	return ports, nil
+}
 
 // Output collects what a process writes. Its stdout and stderr are copied
 // by goroutines of their own while tests read it, hence the lock.
