@@ -107,12 +107,22 @@ func TestStandaloneAlertsWithPrometheus(t *testing.T) {
 			t.Errorf("healthy, yet %s is pending or firing", a)
 		}
 	}
-	if n, err := prom.query(`coredns_dns_requests_total{job="coredns",server="dns://127.0.0.1:5301"}`); err != nil || n != 0 {
-		t.Errorf("healthy, yet the stand-in answered (%d series, %v)", n, err)
+	// The front waits 20 ms for coredns-mcs (docs/platforms.md): on a
+	// starved machine a query it answers later gets the stand-in's
+	// NXDOMAIN. That is the documented bound, as in test/swap and
+	// TestFrontAtShippedVersions: one alone, never two in a row, at most
+	// one in maxUpMisses.
+	healthy, inARow := traffic.snapshot(), traffic.longestFailedRun()
+	total := 0
+	for _, n := range healthy {
+		total += n
 	}
-	healthy := traffic.snapshot()
-	if healthy[dns.RcodeSuccess] == 0 || len(healthy) != 1 {
-		t.Errorf("healthy: answers by rcode %v, want NOERROR only", healthy)
+	if healthy[dns.RcodeSuccess] == 0 || len(healthy) > 2 || (len(healthy) == 2 && healthy[dns.RcodeNameError] == 0) ||
+		inARow > 1 || healthy[dns.RcodeNameError]*maxUpMisses > total {
+		t.Errorf("healthy: answers by rcode %v, %d failed in a row; want NOERROR, and at most one NXDOMAIN in %d, never two in a row", healthy, inARow, maxUpMisses)
+	}
+	if n, err := prom.query(`coredns_dns_requests_total{job="coredns",server="dns://127.0.0.1:5301"}`); err != nil || (n != 0 && healthy[dns.RcodeNameError] == 0) {
+		t.Errorf("healthy, yet the stand-in answered (%d series, %v) with no NXDOMAIN seen", n, err)
 	}
 	checkDashboard(t, prom, "../../docs/dashboards/coredns-mcs.json", "coredns|coredns-mcs",
 		[]string{"Caches synced", "Objects in the cache", "Requests by zone kind and outcome", "Requests by server and zone", "Targets up by job", "Answers of the front's stand-in (coredns-mcs standalone unreachable)"})
@@ -182,6 +192,8 @@ func expectStandIn(t *testing.T, front *server, name string, within time.Duratio
 type traffic struct {
 	mu     sync.Mutex
 	counts map[int]int
+	// failedInARow is the longest run of answers other than NOERROR.
+	run, failedInARow int
 }
 
 func startTraffic(t *testing.T, addr string, names []string) *traffic {
@@ -206,11 +218,25 @@ func startTraffic(t *testing.T, addr string, names []string) *traffic {
 			}
 			tr.mu.Lock()
 			tr.counts[rcode]++
+			if rcode == dns.RcodeSuccess {
+				tr.run = 0
+			} else {
+				tr.run++
+				tr.failedInARow = max(tr.failedInARow, tr.run)
+			}
 			tr.mu.Unlock()
 		}
 	}()
 	t.Cleanup(func() { close(quit); <-done })
 	return tr
+}
+
+// longestFailedRun returns the longest run of answers other than NOERROR
+// so far.
+func (tr *traffic) longestFailedRun() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.failedInARow
 }
 
 // snapshot returns the counts so far.
