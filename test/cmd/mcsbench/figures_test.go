@@ -230,6 +230,32 @@ func TestReadmePerformance(t *testing.T) {
 	}
 }
 
+// TestDeployFigures: what docs/deploy.md quotes of BENCHMARKS.md's last
+// run is the run's (its figures of earlier runs are history, not checked).
+func TestDeployFigures(t *testing.T) {
+	bench := repoFile(t, "BENCHMARKS.md")
+	checkQuotes(t, "docs/deploy.md", repoFile(t, "docs/deploy.md"), bench, []quote{
+		{`\| 10 \| ([0-9.]+) / ([0-9.]+) \| ([0-9.]+ MiB) \|[^\n]*\n\| 30 \| ([0-9.]+) / ([0-9.]+) \| ([0-9.]+ MiB) \|`, func(m []string) string {
+			return "in the last run " + m[3] + " more per replica with 10 replicas and " + m[6] + " with 30 (" + m[1] + " to " + m[2] + " MiB and " + m[4] + " to " + m[5] + " MiB)"
+		}},
+		{`\| The API server's side: [^|]+\| [^|]*10: [^,]+, ([0-9]+ms), [^;]+; 30: [^,]+, ([0-9]+ms),`, func(m []string) string {
+			return "kube-apiserver CPU: " + m[1] + " per replica (10) and " + m[2] + " per replica (30)"
+		}},
+		{`\| Scale: live heap per new endpoint of headless imports[^|]+\| ([0-9]+) B; ([0-9]+) B \|`, func(m []string) string {
+			return "live heap, " + m[1] + " and " + m[2] + " B per endpoint"
+		}},
+		{`\| Scale: the same, stock CoreDNS's [^|]+\| ([0-9]+) B; ([0-9]+) B \|`, func(m []string) string {
+			return "(stock CoreDNS kept " + m[1] + " to " + m[2] + " B of live heap per endpoint"
+		}},
+		{`\| Relist spike, coredns-mcs, GOMEMLIMIT ([0-9]+) MiB: [^|]+\| ([0-9.]+ MiB) \([^|]+; ([0-9.]+ MiB) \([^|]+\| [^|]*\(([0-9.]+) of it\); [^|]*\(([0-9.]+) of it\) \|`, func(m []string) string {
+			return "GOMEMLIMIT " + m[1] + " MiB): the peak was " + m[2] + " after an API server restart and " + m[3] + " after the watches expired"
+		}},
+		{`\| Relist spike, coredns-mcs, GOMEMLIMIT [^|]+\| [^|]+\| [^|]*\(([0-9.]+) of it\); [^|]*\(([0-9.]+) of it\) \|`, func(m []string) string {
+			return m[1] + " and " + m[2] + " of the limit"
+		}},
+	})
+}
+
 // TestGoVersionOfDocs: the Go release README says make builds with is the
 // Makefile's GO_TOOLCHAIN and go.mod's toolchain line, and the oldest Go it
 // says works is go.mod's go line.
