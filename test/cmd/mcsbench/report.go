@@ -136,66 +136,6 @@ func (r *results) markdown() string {
 	p("It needs `dnsperf` (`apt-get install -y dnsperf`) and `taskset`. Further flags go in `BENCH_FLAGS` (`build/mcsbench -h` lists them); ")
 	p("`make bench N=100 BENCH_BIG=2000 BENCH_FLAGS='-rounds 2 -writes 30 -gobench=false'` is a quick check of the harness.\n\n")
 
-	p("## Summary\n\n| measurement | result | target |\n|---|---|---|\n")
-	for _, cmp := range r.comparisons {
-		t := "(for information)"
-		if cmp.target > 0 {
-			t = fmt.Sprintf(">= %.2f: %s", cmp.target, verdict(min(cmp.sumRatio(), cmp.medianRatio()), cmp.target))
-		}
-		p("| %s: QPS %s / %s | %.3f (ratio of sums), %.3f (median of round ratios); CPU time per query B/A %.3f | %s |\n",
-			cmp.title, cmp.b.label, cmp.a.label, cmp.sumRatio(), cmp.medianRatio(), cmp.cpuRatio(), t)
-	}
-	if len(r.propagation) > 0 {
-		var all []time.Duration
-		for _, x := range r.propagation {
-			all = append(all, x.delay)
-		}
-		p99 := percentile(all, 99)
-		p("| propagation, API write to changed answer, %d writes | p50 %s, p99 %s | p99 < 200 ms: %s |\n", len(all), ms(percentile(all, 50)), ms(p99),
-			verdict(float64(propagationTarget), float64(p99)))
-	}
-	if h := r.hop; h != nil {
-		sp99, fp99 := percentile(h.swapLat, 99), percentile(h.frontLat, 99)
-		p("| the extra hop: import-only cluster.local names through stock CoreDNS and the forward to coredns-mcs standalone vs coredns-mcs swapped in, p99 latency | %s vs %s (%.2fx) | <= 1.5x: %s |\n",
-			us(fp99), us(sp99), float64(fp99)/float64(sp99), verdict(1.5, float64(fp99)/float64(sp99)))
-		if c := h.comparison; c != nil {
-			p("| the extra hop: QPS through the forward / swap | %.3f (median of round ratios) | (for information) |\n", c.medianRatio())
-		}
-		p("| the extra hop: search-path misses asked of the standalone server the second time | %.0f (first time %.0f) | 0: %s |\n",
-			h.standaloneAsked[1], h.standaloneAsked[0], map[bool]string{true: "met", false: "**missed**"}[h.standaloneAsked[1] == 0])
-	}
-	if _, _, su, ok := medianMem(r.memFor(true, c.big)); ok {
-		t := fmt.Sprintf("< 30 s with %d imports: this run has fewer", startupTargetImports)
-		if c.big >= startupTargetImports {
-			t = "< 30 s: " + verdict(float64(startupTarget), float64(su))
-		}
-		p("| start-up to /ready with %d Services and %d ServiceImports | %s (median of %d) | %s |\n", c.big, c.big, ms(su), len(r.memFor(true, c.big)), t)
-	}
-	for _, with := range []bool{false, true} {
-		var parts []string
-		for _, size := range []int{0, c.mid, c.big} {
-			if rss, heap, _, ok := medianMem(r.memFor(with, size)); ok {
-				parts = append(parts, fmt.Sprintf("%d: %.1f MiB (live heap %.1f MiB)", size, mib(uint64(rss)), mib(uint64(heap))))
-			}
-		}
-		if len(parts) > 0 {
-			p("| VmRSS after a GC, %s, by number of Services + ServiceImports | %s | |\n", serverName(with), strings.Join(parts, "; "))
-		}
-	}
-	for _, size := range []int{c.mid, c.big} {
-		k0, kh0, _, ok0 := medianMem(r.memFor(false, 0))
-		m0, mh0, _, ok1 := medianMem(r.memFor(true, 0))
-		k, kh, _, ok2 := medianMem(r.memFor(false, size))
-		mm, mh, _, ok3 := medianMem(r.memFor(true, size))
-		if ok0 && ok1 && ok2 && ok3 && size > 0 {
-			per := float64(size) / 1000 * 1024
-			kHeap, mHeap := (kh-kh0)/per, ((mh-kh)-(mh0-kh0))/per
-			p("| cost per 1000 objects, 0 to %d: kubernetes plugin per 1000 Services; multicluster's extra per 1000 ServiceImports (VmRSS / live heap) | %.0f KiB / %.0f KiB; %.0f KiB / %.0f KiB | live heap per 1000 imports <= per 1000 Services: %s |\n",
-				size, (k-k0)/per, kHeap, ((mm-k)-(m0-k0))/per, mHeap, verdict(kHeap, mHeap))
-		}
-	}
-	p("\n")
-
 	r.writeThroughput(p)
 	r.writeHop(p)
 	r.writeOutage(p)
@@ -214,7 +154,7 @@ func (r *results) markdown() string {
 		p("| %s | %s | %.2f |\n", ph.name, ph.at.UTC().Format("15:04:05"), ph.load)
 	}
 	p("\n")
-	return b.String()
+	return withSummary(b.String())
 }
 
 func (r *results) writeThroughput(p func(string, ...any)) {
