@@ -62,18 +62,22 @@ testbin: ## build (once) the third-party binaries of the tests; prints their dir
 # checks generated files, and instrumenting every upstream plugin it links
 # would add minutes to a cold build.
 #
-# On a cold machine most of `make test` is compiling. kube-apiserver and etcd
-# build in the background from the start, filling the gaps of the other
-# builds, and the tests without the race detector use the flags of `make
-# build` (CGO_ENABLED=0, -trimpath), so that they reuse its compiled packages
-# instead of compiling CoreDNS and client-go a second time.
-#
-# Then stock CoreDNS at each version a platform ships (test/cmd/stockcoredns,
-# for test/e2e TestFrontAtShippedVersions, which waits on a build under way),
-# and the release tools build after them, still in the background, while the
-# integration tests run (most of those wait on servers, not on the CPU):
-# test/release, the third to start, finds them built, or waits for the build
-# under way (build.sh's lock), or builds what is missing itself.
+# On a cold machine most of `make test` is compiling. The third-party
+# binaries build in one background chain from the start, in the order the
+# integration tests need them (TESTBIN_ORDER), filling the gaps of the
+# foreground builds: kube and helm (every suite; test/swap, the first to
+# start), stock CoreDNS 1.14.4 (test/swap), prometheus and mcs (test/e2e),
+# stock CoreDNS at every other version a platform ships (test/e2e
+# TestFrontAtShippedVersions), the release tools (test/release), karmada
+# (test/clusterse2e, test/karmadae2e). The integration tests start as soon
+# as the unit tests pass, without waiting for the chain: a test asks
+# test/testbin/build.sh for its set (test/internal/testbin), which returns
+# at once when the set is built, waits for the build under way (its lock),
+# or builds it. Most integration tests wait on servers, not on the CPU, so
+# their time overlaps the chain's. The tests without the race detector use
+# the flags of `make build` (CGO_ENABLED=0, -trimpath), so that they reuse
+# its compiled packages instead of compiling CoreDNS and client-go again.
+TESTBIN_ORDER := build.sh kube helm; stock 1.14.4; build.sh prometheus mcs; stock; build.sh $(RELEASE_TESTBIN_SETS); build.sh karmada
 NORACE := CGO_ENABLED=0 $(GO) test -trimpath -count=1
 # go test starts the test binaries in the order of the packages it is given,
 # two at once on two cores (its default -p): the longest first (a few minutes
@@ -91,19 +95,15 @@ FUZZTIME ?= 15s
 
 test: ## unit tests (race detector on the plugin), then integration and end-to-end tests against a real API server
 	@set -euo pipefail; mkdir -p build; \
-	setsid bash test/testbin/build.sh --env $(TESTBIN_SETS) >build/testbin.env 2>build/testbin.log & testbin=$$!; \
-	setsid bash -c 'while kill -0 '$$testbin' 2>/dev/null; do sleep 2; done; $(GO) run ./test/cmd/stockcoredns && exec bash test/testbin/build.sh $(RELEASE_TESTBIN_SETS)' \
-		>/dev/null 2>build/testbin-release.log & later=$$!; \
-	trap 'kill -- -$$testbin 2>/dev/null; kill -- -$$later 2>/dev/null; true' EXIT; \
+	GO='$(GO)' setsid bash test/testbin/chain.sh '$(TESTBIN_ORDER)' >build/testbin.log 2>&1 & chain=$$!; \
+	trap 'kill -- -$$chain 2>/dev/null; true' EXIT; \
 	$(MAKE) --no-print-directory build; \
 	$(GO) test -race -count=1 ./plugin/... ./internal/...; \
 	$(NORACE) -run '$(HOSTILE_TESTS)' ./plugin/multicluster/; \
 	$(GO) test -run '^$$' -fuzz FuzzHostileObjects -fuzztime $(FUZZTIME) ./plugin/multicluster/; \
 	$(NORACE) ./coredns/...; \
-	wait $$testbin || { cat build/testbin.log >&2; echo "building the test binaries ($(TESTBIN_SETS)) failed" >&2; exit 1; }; \
-	set -a; . build/testbin.env; set +a; \
-	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 45m $(TEST_FIRST) ./test/...; \
-	wait $$later || { cat build/testbin-release.log >&2; echo "building stock CoreDNS (test/cmd/stockcoredns) or the release tools ($(RELEASE_TESTBIN_SETS)) failed" >&2; exit 1; }; \
+	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 80m $(TEST_FIRST) ./test/...; \
+	wait $$chain || { cat build/testbin.log >&2; echo "the background build of the test binaries failed (the tests built what they needed)" >&2; exit 1; }; \
 	trap - EXIT
 
 test-unit: ## unit tests only (seconds)

@@ -1,8 +1,9 @@
 // Command stockcoredns builds, into the cache test/e2e reads, stock CoreDNS
 // at every version a platform of internal/front's table ships
-// (harness.StockCoreDNS), one after the other: make test starts it in the
-// background, so that TestFrontAtShippedVersions finds them built, or
-// waits on the build under way.
+// (harness.StockCoreDNS), one after the other, or only the versions given
+// as arguments ("1.14.4"): make test starts it in the background, so that
+// TestFrontAtShippedVersions and test/swap find them built, or wait on the
+// build under way.
 package main
 
 import (
@@ -16,7 +17,11 @@ import (
 
 func main() {
 	failed := false
-	for _, v := range front.ShippedCoreDNS() {
+	versions := front.ShippedCoreDNS()
+	if len(os.Args) > 1 {
+		versions = os.Args[1:]
+	}
+	for _, v := range versions {
 		start := time.Now()
 		bin, err := harness.StockCoreDNS("v" + v)
 		if err != nil {
