@@ -292,7 +292,9 @@ func buildRelease(t testing.TB, dir string, env []string) (*built, error) {
 	if b.gnupg, b.keyring, b.pubring, err = chartKey(t, dir); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+	// A machine's first run compiles CoreDNS and kubectl-mcs for arm64 from
+	// nothing, while make test's other builds share the cores.
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	out, err := run(ctx, t, b.root, cleanEnv(env...), "make", "--no-print-directory", "release",
 		"VERSION="+version, "COMMIT=releasetest",
