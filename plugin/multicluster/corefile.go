@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// parse reads the multicluster stanza of a server block.
-func parse(c *caddy.Controller) (*Multicluster, error) {
+// parseCorefile reads the multicluster stanza of a server block.
+func parseCorefile(c *caddy.Controller) (*Multicluster, error) {
 	m := New()
 	m.ownNamespace = podNamespace()
 	seen := false

@@ -24,7 +24,7 @@ const startupWait = 5 * time.Second
 func init() { plugin.Register(pluginName, setup) }
 
 func setup(c *caddy.Controller) error {
-	m, err := parse(c)
+	m, err := parseCorefile(c)
 	if err != nil {
 		return plugin.Error(pluginName, err)
 	}

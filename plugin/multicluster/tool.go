@@ -19,7 +19,7 @@ import (
 // OnStartup.
 
 // ParseStanza parses a multicluster stanza, as the server does.
-func ParseStanza(c *caddy.Controller) (*Multicluster, error) { return parse(c) }
+func ParseStanza(c *caddy.Controller) (*Multicluster, error) { return parseCorefile(c) }
 
 // Start connects to the API server with cfg (the Corefile's kubeconfig
 // option is ignored), shares the Services of k, the started kubernetes
