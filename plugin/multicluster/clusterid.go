@@ -94,7 +94,7 @@ func (w *watcher) watchClusterID(ctx context.Context) {
 	// The field selector asks for that one object; the names are checked
 	// again all the same, as the other well-known property,
 	// clusterset.k8s.io, names the cluster set and not the cluster.
-	handler := &handler{
+	handler := &informerHandler{
 		set: func(o meta.Object) {
 			if o.GetName() == clusterIDProperty {
 				w.sources.setLocalCluster(o.(*clusterIDSpec).id)

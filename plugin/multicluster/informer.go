@@ -27,13 +27,22 @@ func metricKindOf(obj any, informerKind string) string {
 	return informerKind
 }
 
+// informerHandler is what an informer (newInformer) calls after it stored a
+// converted object (set) or removed one (delete): the callback that hands
+// store events on, to the sources or to a count. It has nothing to do with
+// the DNS handler (ServeDNS, handler.go).
+type informerHandler struct {
+	set    func(meta.Object)
+	delete func(meta.Object)
+}
+
 // newInformer returns the controller that fills store with converted
 // objects, and passes each change to h. Unlike a plain informer it logs an
 // object that fails conversion once per version and drops it (an earlier
 // good version is withdrawn), and it keeps the reflector quiet about errors
 // onError turns into a degraded state. store is a client-go store
 // (cache.NewIndexer), or one whose writes h makes (importStore, sliceStore).
-func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, convert object.ToFunc, onError func(error), retry time.Duration, h *handler, store informerStore) cache.Controller {
+func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, convert object.ToFunc, onError func(error), retry time.Duration, h *informerHandler, store informerStore) cache.Controller {
 	metricKind := strings.ToLower(kind)
 	count := func(obj any) prometheus.Gauge { return objects.WithLabelValues(metricKindOf(obj, metricKind)) }
 	// skipped holds the version of each object dropped whole, which the store

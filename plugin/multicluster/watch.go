@@ -247,20 +247,15 @@ func toService(obj meta.Object) (meta.Object, error) { return object.ToService(o
 
 // Handlers from store events to sources.
 
-type handler struct {
-	set    func(meta.Object)
-	delete func(meta.Object)
-}
-
-func importHandler(s *sources) *handler {
-	return &handler{
+func importHandler(s *sources) *informerHandler {
+	return &informerHandler{
 		set:    func(o meta.Object) { s.setImport(o.(*importSpec)) },
 		delete: func(o meta.Object) { s.deleteImport(o.(*importSpec).key) },
 	}
 }
 
-func sliceHandler(s *sources) *handler {
-	return &handler{
+func sliceHandler(s *sources) *informerHandler {
+	return &informerHandler{
 		set:    func(o meta.Object) { s.setSlice(o.(*sliceSpec)) },
 		delete: func(o meta.Object) { s.deleteSlice(o.GetNamespace(), o.GetName()) },
 	}
@@ -268,7 +263,7 @@ func sliceHandler(s *sources) *handler {
 
 // serviceHandler counts the events of the own Service informer (a change
 // of a derived Service moves the serial).
-func serviceHandler(changes *atomic.Int64) *handler {
+func serviceHandler(changes *atomic.Int64) *informerHandler {
 	bump := func(meta.Object) { changes.Add(1) }
-	return &handler{set: bump, delete: bump}
+	return &informerHandler{set: bump, delete: bump}
 }
