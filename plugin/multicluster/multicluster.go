@@ -4,13 +4,12 @@
 package multicluster
 
 import (
-	"k8s.io/client-go/rest"
-	"slices"
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/kubernetes"
 	"github.com/coredns/coredns/plugin/pkg/fall"
+	"k8s.io/client-go/rest"
 )
 
 const (
@@ -124,30 +123,8 @@ func (m *Multicluster) localSynced() bool {
 	return m.local != nil && m.local.hasSynced()
 }
 
-// firstForwardZone returns the first zone that is not a reverse zone.
-func firstForwardZone(zones []string) string {
-	for _, z := range zones {
-		if !isReverseZone(z) {
-			return z
-		}
-	}
-	return ""
-}
-
 // serving reports whether the index can be trusted: informers synced and
 // nothing missing.
 func (m *Multicluster) serving() bool {
 	return m.degraded.Load() == nil && m.synced.Load()
-}
-
-// longestZone returns the length of the longest zone the plugin answers
-// names in.
-func (m *Multicluster) longestZone() int {
-	n := 0
-	for _, z := range append(slices.Clip(m.Zones), m.Fallback...) {
-		if !isReverseZone(z) {
-			n = max(n, len(z))
-		}
-	}
-	return n
 }
