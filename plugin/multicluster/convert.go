@@ -522,3 +522,13 @@ func valueOf(p *string) string {
 	}
 	return *p
 }
+
+// Values of a ServiceImport's spec.trafficDistribution that prefer the
+// local cluster. The zone and node preferences of Kubernetes Services are
+// taken at cluster granularity: the nearest the DNS of a cluster set can
+// steer is the cluster.
+var preferClose = map[string]bool{
+	"PreferClose":    true,
+	"PreferSameZone": true,
+	"PreferSameNode": true,
+}

@@ -36,6 +36,25 @@ type informerHandler struct {
 	delete func(meta.Object)
 }
 
+// withProblems carries the problems of a conversion to the informer, which
+// logs them and stores the object alone.
+type withProblems struct {
+	meta.Object
+	problems []string
+}
+
+// reported returns what a conversion returns to the informer: the object,
+// wrapped with its problems if it has any.
+func reported[T meta.Object](obj T, problems []string, err error) (meta.Object, error) {
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 {
+		return &withProblems{Object: obj, problems: problems}, nil
+	}
+	return obj, nil
+}
+
 // newInformer returns the controller that fills store with converted
 // objects, and passes each change to h. Unlike a plain informer it logs an
 // object that fails conversion once per version and drops it (an earlier

@@ -91,3 +91,9 @@ func (c *serialClock) Load() uint32 {
 		}
 	}
 }
+
+// serialBefore reports whether SOA serial a is older than b, in serial
+// number arithmetic (RFC 1982).
+func serialBefore(a, b uint32) bool {
+	return a != b && (b-a) < 1<<31
+}

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/kubernetes"
+	"github.com/miekg/dns"
 	"k8s.io/client-go/rest"
 )
 
@@ -115,3 +117,22 @@ func (m *Multicluster) PerClusterCopies() []string {
 // server answers every name of its zones itself and never passes one on
 // toward the DNS that forwards them to it.
 func (m *Multicluster) Standalone() bool { return m.standaloneLine > 0 }
+
+// OfflineWriter is the ResponseWriter under a dnstest.Recorder for a tool
+// that runs plugins outside a server (Explain, kubectl mcs): a UDP client
+// on loopback, writing nowhere. It stands in for plugin/test's
+// ResponseWriter, which would link the testing package into the binaries.
+type OfflineWriter struct{}
+
+func (OfflineWriter) LocalAddr() net.Addr {
+	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53}
+}
+func (OfflineWriter) RemoteAddr() net.Addr {
+	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
+}
+func (OfflineWriter) WriteMsg(*dns.Msg) error     { return nil }
+func (OfflineWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (OfflineWriter) Close() error                { return nil }
+func (OfflineWriter) TsigStatus() error           { return nil }
+func (OfflineWriter) TsigTimersOnly(bool)         {}
+func (OfflineWriter) Hijack()                     {}

@@ -114,9 +114,3 @@ func (m *Multicluster) serviceRecords(v *view, zone string, send func([]dns.RR))
 
 // portName is a _port._proto name.
 type portName struct{ name, protocol string }
-
-// serialBefore reports whether SOA serial a is older than b, in serial
-// number arithmetic (RFC 1982).
-func serialBefore(a, b uint32) bool {
-	return a != b && (b-a) < 1<<31
-}

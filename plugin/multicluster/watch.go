@@ -224,25 +224,6 @@ func (w *watcher) toSliceSpec(obj meta.Object) (meta.Object, error) {
 	return reported(newSliceSpec(es, w.longestZone))
 }
 
-// withProblems carries the problems of a conversion to the informer, which
-// logs them and stores the object alone.
-type withProblems struct {
-	meta.Object
-	problems []string
-}
-
-// reported returns what a conversion returns to the informer: the object,
-// wrapped with its problems if it has any.
-func reported[T meta.Object](obj T, problems []string, err error) (meta.Object, error) {
-	if err != nil {
-		return nil, err
-	}
-	if len(problems) > 0 {
-		return &withProblems{Object: obj, problems: problems}, nil
-	}
-	return obj, nil
-}
-
 func toService(obj meta.Object) (meta.Object, error) { return object.ToService(obj) }
 
 // Handlers from store events to sources.
