@@ -71,7 +71,7 @@ type Multicluster struct {
 	// without it; fallLine that of fallthrough.
 	standaloneLine, fallLine int
 	// config, when set, is the client configuration, before kubeconfig: a
-	// tool that runs the plugin outside a server gives its own (tool.go).
+	// tool that runs the plugin outside a server gives its own (toolapi.go).
 	config *rest.Config
 
 	// kube is the kubernetes plugin of the server block, if any.

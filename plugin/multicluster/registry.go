@@ -35,7 +35,7 @@ type runningWatchers struct {
 }
 
 // runningWatcher is a running watcher's instance mark, and the plugin it
-// feeds, whose state the state gauges read (state.go).
+// feeds, whose state the state gauges read (gauges.go).
 type runningWatcher struct {
 	mark   *instanceMark
 	plugin *Multicluster

@@ -162,7 +162,7 @@ func (w *watcher) watchNamespaces() []string {
 
 // EndpointSlices and Services, unlike ServiceImports (imports.go), are
 // decoded whole by the typed clientset, in protobuf (clientConfig in
-// setup.go). No value the API server accepts can fail that decoding, and so
+// client.go). No value the API server accepts can fail that decoding, and so
 // no object can fail a list or a watch: the API server decoded and
 // validated each object into the same Go types before storing it, and
 // encodes what it serves from them; and the protobuf decoding of these kinds
