@@ -1,6 +1,6 @@
-// Package multicluster serves Kubernetes Multi-Cluster Services DNS: the
-// clusterset zone of KEP-1645 from ServiceImports, and the same answers in
-// cluster-local zones for names that have no local Service.
+// The plugin's type, its constructor with the Corefile's defaults, and its
+// readiness: what every other file hangs off.
+
 package multicluster
 
 import (
