@@ -1,3 +1,7 @@
+// Logs whose lines objects cause, bounded: their writers are not the
+// operator, so a line is clipped, an object's problems are counted past a
+// few, and each kind of line is written a limited number of times a window.
+
 package multicluster
 
 import (

@@ -1,3 +1,7 @@
+// The configuration of the plugin's API clients: where it comes from
+// (kubeconfig, in-cluster, or a tool's own), the user agent, and no
+// client-side rate limit.
+
 package multicluster
 
 import (

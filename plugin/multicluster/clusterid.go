@@ -1,3 +1,7 @@
+// The local cluster's id, followed from the ClusterProperty
+// cluster.clusterset.k8s.io when the Corefile gives no cluster_id: imports
+// that prefer close endpoints answer with the local cluster's alone.
+
 package multicluster
 
 import (

@@ -1,3 +1,7 @@
+// Bounded logs of reverse conflicts: addresses that imports of several
+// namespaces claim, as the index sees them change, and local addresses that
+// imports of another namespace claim, as PTR queries find them.
+
 package multicluster
 
 import (

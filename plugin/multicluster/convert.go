@@ -1,3 +1,7 @@
+// Conversion of API objects into specs: a ServiceImport or an EndpointSlice
+// reduced to what DNS reads of it, validated, with what fails dropped and
+// described, so that a bad field costs that field and not the object.
+
 package multicluster
 
 import (

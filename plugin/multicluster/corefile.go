@@ -1,3 +1,6 @@
+// The parser of the Corefile's multicluster stanza: options, their checks
+// against each other, and the zones they name.
+
 package multicluster
 
 import (

@@ -1,3 +1,8 @@
+// The decision record of one query: the zone kind, the rule that decided
+// (reason), the objects it rests on and the reply it names. ServeDNS fills
+// it once; the reply, the counters and Explain read it, so none of them
+// decides again.
+
 package multicluster
 
 import (

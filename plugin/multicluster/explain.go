@@ -1,3 +1,7 @@
+// Explain: a query run through the path ServeDNS takes, and the decision
+// it filled described step by step, for operators and the kubectl mcs
+// command.
+
 package multicluster
 
 import (

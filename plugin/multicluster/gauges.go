@@ -1,3 +1,6 @@
+// Gauges computed when Prometheus scrapes, from the plugins whose watchers
+// run (registry.go), so that nothing on the query or event path keeps them.
+
 package multicluster
 
 import (

@@ -1,3 +1,7 @@
+// The DNS handler: ServeDNS, and the rules that decide what becomes of a
+// query in each kind of zone (clusterset, fallback, reverse) and what of it
+// is counted.
+
 package multicluster
 
 import (

@@ -1,3 +1,7 @@
+// The index, the plugin's only shared state: the published view of every
+// imported service, read by queries without waiting for writers, and the
+// forward lookups on it. Its reverse map is in reverseindex.go.
+
 package multicluster
 
 import (

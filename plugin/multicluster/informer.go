@@ -1,3 +1,7 @@
+// The informer every kind is watched with: it converts each object as it
+// is stored, logs and drops what fails, keeps the objects gauge, and wraps
+// its list and watch calls so that refusals are retried and reported.
+
 package multicluster
 
 import (

@@ -1,3 +1,7 @@
+// Memory shared across specs: interned strings, port lists held weakly and
+// shared, and addresses packed into one array, since tens of thousands of
+// imports and slices repeat the same few values.
+
 package multicluster
 
 import (

@@ -1,3 +1,7 @@
+// The model every answer is read from: a view of one service (its flags,
+// addresses, ports and, for a headless import, its endpoints by slice) and
+// the keys and ports it is made of.
+
 package multicluster
 
 import (

@@ -1,3 +1,7 @@
+// PTR answers by the trust model (docs/trust.md): which name, if any, an
+// address answers with, given the imports that claim it, the local objects
+// that hold it and the reverse ranges.
+
 package multicluster
 
 import (

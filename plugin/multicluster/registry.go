@@ -1,3 +1,7 @@
+// The registry of running watchers, one per process: each with the caddy
+// instance that started it, so that a failed reload's watchers can be found
+// and stopped, and with its plugin, which the scrape-time gauges read.
+
 package multicluster
 
 import (

@@ -1,3 +1,7 @@
+// Writing replies: answers with the zone's SOA when they are negative,
+// SERVFAIL with an Extended DNS Error, and how many records a reply can
+// take.
+
 package multicluster
 
 import (

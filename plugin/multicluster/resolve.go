@@ -1,3 +1,7 @@
+// The resolver's forward answers: every name of a clusterset zone, and of
+// a fallback zone once the handler let it through, from the index and the
+// derived Services, built no larger than the reply carries.
+
 package multicluster
 
 import (

@@ -1,3 +1,7 @@
+// The index's reverse map: which imports claim each address, kept up to
+// date change by change, with work proportional to the change, and the
+// names a PTR query finds through those claims.
+
 package multicluster
 
 import (

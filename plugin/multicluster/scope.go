@@ -1,3 +1,7 @@
+// The fallback scope: which imports may answer in fallback zones, from
+// fallback_scope, and the system namespaces kept out unless
+// system_fallback names them.
+
 package multicluster
 
 import (

@@ -1,3 +1,6 @@
+// The zones' SOA serial: a clock that moves at most once a second however
+// fast imports change, and never backwards (RFC 1982).
+
 package multicluster
 
 import (

@@ -1,3 +1,7 @@
+// The slices of one service: their order, the union of their ports, and
+// counts of repeated addresses and names, kept as slices change so that a
+// view knows whether its answers must be de-duplicated.
+
 package multicluster
 
 import (

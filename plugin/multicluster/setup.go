@@ -1,3 +1,7 @@
+// The caddy hooks: the plugin registered, started once every plugin of the
+// server block exists, and stopped with the instance or after a failed
+// reload.
+
 package multicluster
 
 import (

@@ -1,3 +1,7 @@
+// The sources: per service, the import and slices the informers delivered;
+// each change rebuilds that service's view and publishes it in the index.
+// The only writer of the index.
+
 package multicluster
 
 import (

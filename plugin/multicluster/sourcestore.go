@@ -1,3 +1,7 @@
+// The informer stores of ServiceImports and EndpointSlices, which are the
+// sources' own maps seen through the interface an informer asks of a store,
+// so that each spec is kept once.
+
 package multicluster
 
 import (

@@ -1,3 +1,7 @@
+// The specs the informer stores hold: a ServiceImport or an EndpointSlice
+// reduced to what DNS reads, immutable once made, and what makes them
+// objects to client-go's stores.
+
 package multicluster
 
 import (

@@ -1,3 +1,7 @@
+// Addresses no import may name: those the API server refuses in
+// EndpointSlices, and more that no Service answers at (multicast, cloud
+// metadata and host addresses, IPv6 spellings of refused IPv4 ones).
+
 package multicluster
 
 import (

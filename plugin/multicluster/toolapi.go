@@ -1,3 +1,6 @@
+// The API the kubectl mcs command runs the plugin through, outside a DNS
+// server: the same Corefile parser, informers and decisions as the server.
+
 package multicluster
 
 import (

@@ -1,3 +1,6 @@
+// Zone transfers of the clusterset zones through the transfer plugin, made
+// of the resolver's own answers so that a transfer and queries agree.
+
 package multicluster
 
 import (

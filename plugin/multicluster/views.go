@@ -1,3 +1,6 @@
+// Building views: the view of a service made from its import and the
+// slices of every cluster, once per change, from the specs themselves.
+
 package multicluster
 
 import (

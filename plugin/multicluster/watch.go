@@ -1,3 +1,7 @@
+// The watcher: it starts and stops every informer of a plugin, tracks
+// their stores for the objects gauge, and holds the list-watches,
+// conversions and event handlers its informers are built from.
+
 package multicluster
 
 import (

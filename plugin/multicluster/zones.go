@@ -1,3 +1,6 @@
+// Zones: which zone of the plugin a name is in, and how that zone is
+// served.
+
 package multicluster
 
 import (
