@@ -18,8 +18,8 @@ import (
 // the kubernetes plugin names CoreDNS's: caddy.AppName and caddy.AppVersion,
 // which the main package sets from the version the build stamps before any
 // server starts, then the plugin, the CoreDNS release and commit, and the
-// platform, e.g. "coredns-mcs/v1.2.0 (CoreDNS-1.15.0) multicluster
-// git_commit:abc1234 (linux/amd64/go1.26.0)".
+// platform: "coredns-mcs/VERSION (CoreDNS-VERSION) multicluster
+// git_commit:COMMIT (OS/ARCH/GOVERSION)".
 func userAgent() string {
 	return fmt.Sprintf("%s/%s %s git_commit:%s (%s/%s/%s)", caddy.AppName, caddy.AppVersion, pluginName, coremain.GitCommit, runtime.GOOS, runtime.GOARCH, runtime.Version())
 }
@@ -38,8 +38,8 @@ func userAgent() string {
 // The content type is left to the clients: client-go's typed clients of
 // built-in kinds (EndpointSlices, Services) ask for protobuf when none is
 // set (gentype.PrefersProtobuf in kubernetes/typed/discovery/v1/
-// endpointslice.go, Request.UseProtobufAsDefault in rest/request.go, client-go
-// v0.37.1), as the kubernetes plugin asks for it explicitly; ServiceImports
+// endpointslice.go, Request.UseProtobufAsDefault in rest/request.go, of
+// client-go), as the kubernetes plugin asks for it explicitly; ServiceImports
 // and ClusterProperties, custom resources, come as JSON.
 func clientConfig(in *rest.Config) *rest.Config {
 	cfg := rest.CopyConfig(in)

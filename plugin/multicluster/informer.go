@@ -154,9 +154,9 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 	cfg := &cache.Config{
 		// A RealFIFO, not a DeltaFIFO: the DeltaFIFO's map of pending keys
 		// grows to every object at a (re)list and, a Go map, never gives
-		// the room back (about 100 bytes per object for as long as the
-		// process runs); the RealFIFO's queue is a slice that is dropped
-		// once drained. slim thins each object as it is queued.
+		// the room back (an entry per object, for as long as the process
+		// runs); the RealFIFO's queue is a slice that is dropped once
+		// drained. slim thins each object as it is queued.
 		Queue:            cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: store, Transformer: slim}),
 		ListerWatcher:    cache.ToListWatcherWithWatchListSemantics(thinPages(reporting(kind, lw, onError, retry)), listThenWatch{}),
 		ObjectType:       objType,
@@ -192,16 +192,13 @@ func unchanged(in meta.Object, exists, sameVersion bool, skippedVersion string) 
 
 // listThenWatch makes the reflectors list, in pages, then watch, instead of
 // streaming the initial objects as watch events (client-go's WatchListClient,
-// on by default since 1.35). Against kube-apiserver 1.37, make bench measured
-// the stream slower to Ready: with 50,000 Services and 50,000 imports the
-// server was Ready in 7.5 to 9.8 s streaming, 5.8 to 6.2 s with this plugin
-// listing (the kubernetes plugin still streams its Services); with no import
-// at all, 1.1 s streaming, most of it waiting for the bookmark that ends the
-// initial events, against 0.15 s listing. The stream spares the API server a
-// large list response; a DNS server, which restarts rarely and must be Ready
-// soon, is better served by the list. (Those figures are of whole lists;
-// in pages, thinPages, a start-up with 100,000 imports was Ready 1 to 3 s
-// later and peaked at less than half the memory: BENCHMARKS.md, Scale.)
+// on by default since 1.35). Measured with make bench, the stream made the
+// server slower to Ready, with many imports and with none: with few
+// objects, most of its wait is for the bookmark that ends the initial
+// events. The stream spares the API server a large list response; a DNS
+// server, which restarts rarely and must be Ready soon, is better served by
+// the list. Listing in pages (thinPages) trades a little time to Ready for
+// a much lower peak of memory; BENCHMARKS.md (Scale) has the figures.
 type listThenWatch struct{}
 
 func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }

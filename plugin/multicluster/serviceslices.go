@@ -32,7 +32,7 @@ type serviceSlices struct {
 	// or more. Most services have one (one source cluster, up to 100
 	// endpoints: the EndpointSlice controller's default), which says
 	// itself whether its answers need de-duplicating (selfDups): its counts
-	// would cost every endpoint about 35 bytes for nothing.
+	// would cost every endpoint map entries for nothing.
 	counted bool
 	// ports are the union of the slices' ports, ordered as views list
 	// them; views share it. portCounts counts how many slices list each

@@ -12,7 +12,7 @@ import (
 // specialIP says why ip can be neither a ClusterSetIP nor an endpoint, or
 // returns "". The API server refuses the unspecified, loopback, link-local
 // and link-local multicast addresses in EndpointSlices (ValidateEndpointIP,
-// pkg/apis/core/validation/validation.go in Kubernetes v1.37.1); spec.ips of
+// pkg/apis/core/validation/validation.go of Kubernetes); spec.ips of
 // a ServiceImport is not validated at all, so the plugin applies the same
 // rule there, and refuses more that no Service answers at: any multicast
 // address, the IPv4 broadcast address, 0.0.0.0/8, the clouds' metadata and
