@@ -1,3 +1,8 @@
+// The plugin's health as the API server shows it: whether each resource's
+// last call got an answer (api_unreachable), and the degraded reasons (a
+// missing CRD or RBAC rule) that make clusterset zones answer SERVFAIL until
+// an administrator fixes them.
+
 package multicluster
 
 import (

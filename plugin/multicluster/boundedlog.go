@@ -1,3 +1,7 @@
+// Logs whose lines objects cause, bounded: their writers are not the
+// operator, so a line is clipped, an object's problems are counted past a
+// few, and each kind of line is written a limited number of times a window.
+
 package multicluster
 
 import (
@@ -90,3 +94,38 @@ var objectLog = newBoundedLog("lines about skipped objects", 100, func(s string)
 
 // joinProblems joins problems for one log line.
 func joinProblems(problems []string) string { return strings.Join(problems, "; ") }
+
+// logWindow bounds the lines a log writes: at most limit in each window;
+// the rest are counted, and said in one line when the next line comes in a
+// later window.
+type logWindow struct {
+	window     time.Duration
+	limit      int
+	start      time.Time
+	lines      int
+	suppressed int
+	now        func() time.Time
+}
+
+// roll starts a new window when the current one is over, and reports
+// whether it did, and how many lines the one before did not write.
+func (w *logWindow) roll() (rolled bool, suppressed int) {
+	now := w.now()
+	if now.Sub(w.start) < w.window {
+		return false, 0
+	}
+	suppressed = w.suppressed
+	w.start, w.lines, w.suppressed = now, 0, 0
+	return true, suppressed
+}
+
+// take reports whether one more line may be written in this window, and
+// counts it as suppressed when not.
+func (w *logWindow) take() bool {
+	if w.lines >= w.limit {
+		w.suppressed++
+		return false
+	}
+	w.lines++
+	return true
+}

@@ -1,3 +1,7 @@
+// Big answers: cutting an answer to what one DNS message over TCP carries,
+// keeping the records of each SRV target together, so that no reply ever
+// needs the TC bit over TCP.
+
 package multicluster
 
 import (

@@ -1,3 +1,7 @@
+// The local cluster's id, followed from the ClusterProperty
+// cluster.clusterset.k8s.io when the Corefile gives no cluster_id: imports
+// that prefer close endpoints answer with the local cluster's alone.
+
 package multicluster
 
 import (
@@ -94,7 +98,7 @@ func (w *watcher) watchClusterID(ctx context.Context) {
 	// The field selector asks for that one object; the names are checked
 	// again all the same, as the other well-known property,
 	// clusterset.k8s.io, names the cluster set and not the cluster.
-	handler := &handler{
+	handler := &informerHandler{
 		set: func(o meta.Object) {
 			if o.GetName() == clusterIDProperty {
 				w.sources.setLocalCluster(o.(*clusterIDSpec).id)

@@ -1,3 +1,7 @@
+// Explain: a query run through the path ServeDNS takes, and the decision
+// it filled described step by step, for operators and the kubectl mcs
+// command.
+
 package multicluster
 
 import (
@@ -394,22 +398,3 @@ func describeRanges(ranges []netip.Prefix) string {
 	}
 	return strings.Join(names, ", ")
 }
-
-// OfflineWriter is the ResponseWriter under a dnstest.Recorder for a tool
-// that runs plugins outside a server (Explain, kubectl mcs): a UDP client
-// on loopback, writing nowhere. It stands in for plugin/test's
-// ResponseWriter, which would link the testing package into the binaries.
-type OfflineWriter struct{}
-
-func (OfflineWriter) LocalAddr() net.Addr {
-	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53}
-}
-func (OfflineWriter) RemoteAddr() net.Addr {
-	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
-}
-func (OfflineWriter) WriteMsg(*dns.Msg) error     { return nil }
-func (OfflineWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (OfflineWriter) Close() error                { return nil }
-func (OfflineWriter) TsigStatus() error           { return nil }
-func (OfflineWriter) TsigTimersOnly(bool)         {}
-func (OfflineWriter) Hijack()                     {}

@@ -1,3 +1,7 @@
+// ServiceImports read from the API server and decoded by the plugin itself,
+// field by field, so that an object Go cannot decode is skipped alone
+// instead of failing every list and watch.
+
 package multicluster
 
 import (

@@ -1,3 +1,7 @@
+// The ServiceImport and EndpointSlice informers, and the following of the
+// ServiceImport version the API server serves: when the one watched is no
+// longer served and another is, the informers move to it without a restart.
+
 package multicluster
 
 import (

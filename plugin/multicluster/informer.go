@@ -1,3 +1,7 @@
+// The informer every kind is watched with: it converts each object as it
+// is stored, logs and drops what fails, keeps the objects gauge, and wraps
+// its list and watch calls so that refusals are retried and reported.
+
 package multicluster
 
 import (
@@ -27,13 +31,41 @@ func metricKindOf(obj any, informerKind string) string {
 	return informerKind
 }
 
+// informerHandler is what an informer (newInformer) calls after it stored a
+// converted object (set) or removed one (delete): the callback that hands
+// store events on, to the sources or to a count. It has nothing to do with
+// the DNS handler (ServeDNS, handler.go).
+type informerHandler struct {
+	set    func(meta.Object)
+	delete func(meta.Object)
+}
+
+// withProblems carries the problems of a conversion to the informer, which
+// logs them and stores the object alone.
+type withProblems struct {
+	meta.Object
+	problems []string
+}
+
+// reported returns what a conversion returns to the informer: the object,
+// wrapped with its problems if it has any.
+func reported[T meta.Object](obj T, problems []string, err error) (meta.Object, error) {
+	if err != nil {
+		return nil, err
+	}
+	if len(problems) > 0 {
+		return &withProblems{Object: obj, problems: problems}, nil
+	}
+	return obj, nil
+}
+
 // newInformer returns the controller that fills store with converted
 // objects, and passes each change to h. Unlike a plain informer it logs an
 // object that fails conversion once per version and drops it (an earlier
 // good version is withdrawn), and it keeps the reflector quiet about errors
 // onError turns into a degraded state. store is a client-go store
 // (cache.NewIndexer), or one whose writes h makes (importStore, sliceStore).
-func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, convert object.ToFunc, onError func(error), retry time.Duration, h *handler, store informerStore) cache.Controller {
+func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, convert object.ToFunc, onError func(error), retry time.Duration, h *informerHandler, store informerStore) cache.Controller {
 	metricKind := strings.ToLower(kind)
 	count := func(obj any) prometheus.Gauge { return objects.WithLabelValues(metricKindOf(obj, metricKind)) }
 	// skipped holds the version of each object dropped whole, which the store
@@ -122,9 +154,9 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 	cfg := &cache.Config{
 		// A RealFIFO, not a DeltaFIFO: the DeltaFIFO's map of pending keys
 		// grows to every object at a (re)list and, a Go map, never gives
-		// the room back (about 100 bytes per object for as long as the
-		// process runs); the RealFIFO's queue is a slice that is dropped
-		// once drained. slim thins each object as it is queued.
+		// the room back (an entry per object, for as long as the process
+		// runs); the RealFIFO's queue is a slice that is dropped once
+		// drained. slim thins each object as it is queued.
 		Queue:            cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: store, Transformer: slim}),
 		ListerWatcher:    cache.ToListWatcherWithWatchListSemantics(thinPages(reporting(kind, lw, onError, retry)), listThenWatch{}),
 		ObjectType:       objType,
@@ -160,16 +192,13 @@ func unchanged(in meta.Object, exists, sameVersion bool, skippedVersion string) 
 
 // listThenWatch makes the reflectors list, in pages, then watch, instead of
 // streaming the initial objects as watch events (client-go's WatchListClient,
-// on by default since 1.35). Against kube-apiserver 1.37, make bench measured
-// the stream slower to Ready: with 50,000 Services and 50,000 imports the
-// server was Ready in 7.5 to 9.8 s streaming, 5.8 to 6.2 s with this plugin
-// listing (the kubernetes plugin still streams its Services); with no import
-// at all, 1.1 s streaming, most of it waiting for the bookmark that ends the
-// initial events, against 0.15 s listing. The stream spares the API server a
-// large list response; a DNS server, which restarts rarely and must be Ready
-// soon, is better served by the list. (Those figures are of whole lists;
-// in pages, thinPages, a start-up with 100,000 imports was Ready 1 to 3 s
-// later and peaked at less than half the memory: BENCHMARKS.md, Scale.)
+// on by default since 1.35). Measured with make bench, the stream made the
+// server slower to Ready, with many imports and with none: with few
+// objects, most of its wait is for the bookmark that ends the initial
+// events. The stream spares the API server a large list response; a DNS
+// server, which restarts rarely and must be Ready soon, is better served by
+// the list. Listing in pages (thinPages) trades a little time to Ready for
+// a much lower peak of memory; BENCHMARKS.md (Scale) has the figures.
 type listThenWatch struct{}
 
 func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }

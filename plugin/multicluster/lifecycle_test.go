@@ -63,7 +63,7 @@ func TestRelistSkipsUnchanged(t *testing.T) {
 	})
 	var sets, converted atomic.Int32
 	h := importHandler(m.sources)
-	counting := &handler{set: func(o meta.Object) { sets.Add(1); h.set(o) }, delete: h.delete}
+	counting := &informerHandler{set: func(o meta.Object) { sets.Add(1); h.set(o) }, delete: h.delete}
 	convert := func(o meta.Object) (meta.Object, error) { converted.Add(1); return toImportSpec(o) }
 	malformed := malformedTotal.WithLabelValues("serviceimport")
 	before := testutil.ToFloat64(malformed)

@@ -1,3 +1,8 @@
+// The local cluster's Services and endpoints, as the plugin reads them:
+// from the kubernetes plugin's cache when the server block has one, else
+// from an informer of its own. Fallback zones, derived Services and PTR
+// ownership depend on them.
+
 package multicluster
 
 import (

@@ -57,7 +57,7 @@ func retainedPerImport(tb testing.TB, n int) float64 {
 // runInformer runs an informer of the plugin over list, until done, and
 // returns what stops it. The list is handed to the reflector and then
 // forgotten, so that only what the plugin keeps of it remains.
-func runInformer(tb testing.TB, list kruntime.Object, kind string, objType kruntime.Object, convert object.ToFunc, h *handler, store informerStore, done func() bool) (stop func()) {
+func runInformer(tb testing.TB, list kruntime.Object, kind string, objType kruntime.Object, convert object.ToFunc, h *informerHandler, store informerStore, done func() bool) (stop func()) {
 	tb.Helper()
 	empty := objType.DeepCopyObject() // only its type matters: the list's is set below
 	switch empty.(type) {

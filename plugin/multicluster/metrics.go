@@ -1,3 +1,7 @@
+// Metrics kept as the plugin runs: the query counters, which remember
+// their last server's child so that counting costs no allocation, and the
+// objects, malformed and degraded series.
+
 package multicluster
 
 import (

@@ -1,16 +1,15 @@
-// Package multicluster serves Kubernetes Multi-Cluster Services DNS: the
-// clusterset zone of KEP-1645 from ServiceImports, and the same answers in
-// cluster-local zones for names that have no local Service.
+// The plugin's type, its constructor with the Corefile's defaults, and its
+// readiness: what every other file hangs off.
+
 package multicluster
 
 import (
-	"k8s.io/client-go/rest"
-	"slices"
 	"sync/atomic"
 
 	"github.com/coredns/coredns/plugin"
 	"github.com/coredns/coredns/plugin/kubernetes"
 	"github.com/coredns/coredns/plugin/pkg/fall"
+	"k8s.io/client-go/rest"
 )
 
 const (
@@ -72,7 +71,7 @@ type Multicluster struct {
 	// without it; fallLine that of fallthrough.
 	standaloneLine, fallLine int
 	// config, when set, is the client configuration, before kubeconfig: a
-	// tool that runs the plugin outside a server gives its own (tool.go).
+	// tool that runs the plugin outside a server gives its own (toolapi.go).
 	config *rest.Config
 
 	// kube is the kubernetes plugin of the server block, if any.
@@ -124,30 +123,8 @@ func (m *Multicluster) localSynced() bool {
 	return m.local != nil && m.local.hasSynced()
 }
 
-// firstForwardZone returns the first zone that is not a reverse zone.
-func firstForwardZone(zones []string) string {
-	for _, z := range zones {
-		if !isReverseZone(z) {
-			return z
-		}
-	}
-	return ""
-}
-
 // serving reports whether the index can be trusted: informers synced and
 // nothing missing.
 func (m *Multicluster) serving() bool {
 	return m.degraded.Load() == nil && m.synced.Load()
-}
-
-// longestZone returns the length of the longest zone the plugin answers
-// names in.
-func (m *Multicluster) longestZone() int {
-	n := 0
-	for _, z := range append(slices.Clip(m.Zones), m.Fallback...) {
-		if !isReverseZone(z) {
-			n = max(n, len(z))
-		}
-	}
-	return n
 }

@@ -1,3 +1,7 @@
+// Lists in pages: the informers' lists asked for listPageSize objects at a
+// time and thinned page by page, so that a relist never holds a whole
+// resource at full size.
+
 package multicluster
 
 import (

@@ -1,3 +1,6 @@
+// The answer type and the records answers are made of (A, AAAA, SRV, SOA,
+// NS, TXT, PTR), and the names of services and hosts.
+
 package multicluster
 
 import (

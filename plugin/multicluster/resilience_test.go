@@ -273,7 +273,7 @@ func (s *scriptedListWatch) nextWatch(t *testing.T) *watch.FakeWatcher {
 
 // runScriptedInformer runs the plugin's informer of kind over lw, with the
 // store the watcher gives it.
-func runScriptedInformer(t *testing.T, kind string, lw *scriptedListWatch, objType runtime.Object, convert func(meta.Object) (meta.Object, error), h *handler, store informerStore) {
+func runScriptedInformer(t *testing.T, kind string, lw *scriptedListWatch, objType runtime.Object, convert func(meta.Object) (meta.Object, error), h *informerHandler, store informerStore) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	lwc := lw.listWatch()

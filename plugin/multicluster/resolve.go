@@ -1,3 +1,7 @@
+// The resolver's forward answers: every name of a clusterset zone, and of
+// a fallback zone once the handler let it through, from the index and the
+// derived Services, built no larger than the reply carries.
+
 package multicluster
 
 import (
@@ -5,9 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"strings"
 
-	"github.com/coredns/coredns/plugin/kubernetes/object"
 	"github.com/miekg/dns"
 )
 
@@ -528,188 +530,6 @@ func distinctPortsOfMany(ports []servicePort) []servicePort {
 	return out
 }
 
-// ptrVerdict is why a PTR query was answered or passed on.
-type ptrVerdict uint8
-
-const (
-	ptrNone          ptrVerdict = iota // no verdict: no PTR query of an address
-	ptrAnswered                        // one name of an import
-	ptrUnknown                         // no import claims the address
-	ptrOutOfRange                      // an import claims it, outside reverse_ranges
-	ptrLocal                           // a local Service's or endpoint's own address
-	ptrConflict                        // claimed by imports of several namespaces
-	ptrLocalConflict                   // a local Service's or endpoint's address, claimed by imports of another namespace
-)
-
-// pointer answers a PTR query, owner, for addr with the one name in zone
-// that addr points back to, and reports false when the plugin knows no name
-// for it, or must leave it to the cluster, and why. Known are the addresses
-// of imports (spec.ips, slice addresses of ClusterSetIP imports, headless
-// endpoints) and the ClusterIPs of derived Services. The trust model
-// (docs/trust.md) decides who owns an address:
-//
-//  1. Addresses outside reverse_ranges are never answered: by default no
-//     public address is.
-//  2. A local Service's ClusterIP belongs to that Service (passed on): the
-//     API server gives it to one Service, and kube-proxy sends it there.
-//     If the Service is the derived Service of imports, those imports' name
-//     answers, unless imports of another namespace claim the address.
-//  3. A local endpoint's address belongs to the cluster (passed on).
-//  4. Otherwise to the imports that claim it, when they are all of one
-//     namespace; imports of several namespaces are a conflict, passed on.
-//
-// Under 2 and 3, imports of a namespace other than the local object's that
-// claim the address are a conflict too (ptrLocalConflict): the address is
-// passed on, to the cluster's own answer, and the caller counts and logs
-// it. No import of one namespace takes over another namespace's address,
-// nor does a local object make its own import's name answer for it.
-//
-// Among the names one namespace may give, an address always answers the
-// same one (comparePTR), whatever order the objects arrived in.
-func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, ptrVerdict) {
-	var buf [4]ptrTarget
-	refs := r.index.reverseLookup(addr, buf[:0])
-	derived := r.local != nil && (r.derivedPrefix != "" || r.index.hasDerived())
-	if len(refs) == 0 && !derived {
-		return answer{}, ptrUnknown
-	}
-	inRange := inRanges(r.reverseRanges, addr)
-	if !inRange && len(refs) > 0 {
-		return answer{}, ptrOutOfRange
-	}
-	if r.local == nil {
-		return r.importsPointer(refs, owner, zone)
-	}
-	ip := addr.String()
-	svcs := r.local.byClusterIP(ip)
-	if !inRange {
-		// No import claims it: out of range only if a derived Service's
-		// import does.
-		for _, svc := range svcs {
-			if len(r.derivedImports(svc.Namespace, svc.Name)) > 0 {
-				return answer{}, ptrOutOfRange
-			}
-		}
-		return answer{}, ptrUnknown
-	}
-	if len(svcs) > 0 {
-		return r.clusterIPPointer(svcs, refs, owner, zone)
-	}
-	if len(refs) == 0 {
-		return answer{}, ptrUnknown
-	}
-	eps, _ := r.local.byEndpointIP(ip)
-	for _, e := range eps {
-		// An endpoint of a derived Service is one of its import's: the
-		// import's claims decide.
-		if len(r.derivedImports(e.key.namespace, e.key.name)) == 0 {
-			if !claimedByEndpoints(refs, eps) {
-				return answer{}, ptrLocalConflict
-			}
-			return answer{}, ptrLocal
-		}
-	}
-	return r.importsPointer(refs, owner, zone)
-}
-
-// clusterIPPointer decides for an address that is the ClusterIP of the
-// local Services svcs (one, unless the cache is between two versions):
-// passed on, unless a Service is the derived Service of imports, of its
-// own namespace, and no import of any other namespace claims the address.
-// The API server lets any namespace's Service take a free address of the
-// Service range, which an import of another namespace may have as its
-// ClusterSetIP: the Service, and an import it is the derived Service of,
-// claim it exactly as that import does, and neither may take it.
-func (r *resolver) clusterIPPointer(svcs []*object.Service, refs []ptrTarget, owner, zone string) (answer, ptrVerdict) {
-	best, found := ptrTarget{}, false
-	for _, svc := range svcs {
-		if claimedElsewhere(refs, svc.Namespace) {
-			return answer{}, ptrLocalConflict
-		}
-		imports := r.derivedImports(svc.Namespace, svc.Name)
-		if len(imports) == 0 {
-			return answer{}, ptrLocal // a local Service's own address
-		}
-		for _, key := range imports {
-			if t := (ptrTarget{key: key}); !found || comparePTR(t, best) < 0 {
-				best, found = t, true
-			}
-		}
-	}
-	if !found {
-		return answer{}, ptrUnknown
-	}
-	return answer{answer: []dns.RR{ptr(owner, serviceName(best.key, zone), r.ttl)}}, ptrAnswered
-}
-
-// importsPointer decides for an address no local object holds: the claims
-// of the imports do, if they are of one namespace.
-func (r *resolver) importsPointer(refs []ptrTarget, owner, zone string) (answer, ptrVerdict) {
-	if len(refs) == 0 {
-		return answer{}, ptrUnknown
-	}
-	if contested(refs) {
-		return answer{}, ptrConflict
-	}
-	best := refs[0]
-	for _, t := range refs[1:] {
-		if comparePTR(t, best) < 0 {
-			best = t
-		}
-	}
-	target := serviceName(best.key, zone)
-	if best.host != "" {
-		target = hostName(best.host, best.cluster, best.key, zone)
-	}
-	return answer{answer: []dns.RR{ptr(owner, target, r.ttl)}}, ptrAnswered
-}
-
-// claimedElsewhere reports whether an import of a namespace other than
-// namespace claims the address. It allocates nothing.
-func claimedElsewhere(refs []ptrTarget, namespace string) bool {
-	for _, t := range refs {
-		if t.key.namespace != namespace {
-			return true
-		}
-	}
-	return false
-}
-
-// claimedByEndpoints reports whether every import that claims the address
-// is of the namespace of one of the local endpoints eps at it: an import of
-// the namespace of a local endpoint at its address is no conflict (an
-// exported Service's own endpoints come back in its import's slices).
-func claimedByEndpoints(refs []ptrTarget, eps []localEndpoint) bool {
-	for _, t := range refs {
-		if !slices.ContainsFunc(eps, func(e localEndpoint) bool { return e.key.namespace == t.key.namespace }) {
-			return false
-		}
-	}
-	return true
-}
-
-// localEndpointPTR answers owner, the reverse name of addr, with the name
-// the kubernetes plugin gives the local endpoint e, for when that plugin,
-// which caches multicluster slices at addr too, could send no answer.
-func (r *resolver) localEndpointPTR(owner string, e localEndpoint, addr netip.Addr) answer {
-	return answer{answer: []dns.RR{ptr(owner, localEndpointName(e, addr, r.local.zone()), r.ttl)}}
-}
-
-// localEndpointName is the name the kubernetes plugin gives the local
-// endpoint e at addr: host.svc.ns.svc.zone, host the endpoint's hostname,
-// else its address with '.' and ':' turned into '-' (endpointHostname in
-// plugin/kubernetes/kubernetes.go, without endpoint_pod_names).
-func localEndpointName(e localEndpoint, addr netip.Addr, zone string) string {
-	host := e.host
-	if host == "" {
-		host = dashedIP(addr.String())
-		if strings.HasSuffix(host, "-") {
-			host += "0"
-		}
-	}
-	return host + "." + e.key.name + "." + e.key.namespace + ".svc." + zone
-}
-
 // serial returns the zones' SOA serial. Changes of imports move it as they
 // are published; changes of local Services, which derived Services are, are
 // noticed here, when the serial is read: if some import reads a derived
@@ -725,18 +545,4 @@ func (r *resolver) serial() uint32 {
 		}
 	}
 	return r.index.serial.Load()
-}
-
-// derivedImports returns the ClusterSetIP imports whose derived Service is
-// the local Service namespace/name: by their annotation, or by
-// derived_prefix.
-func (r *resolver) derivedImports(namespace, name string) []serviceKey {
-	keys := r.index.derivedImports(serviceKey{namespace: namespace, name: name})
-	if base, ok := strings.CutPrefix(name, r.derivedPrefix); ok && r.derivedPrefix != "" && base != "" {
-		key := serviceKey{namespace: namespace, name: base}
-		if v := r.index.lookup(namespace, base); v != nil && !v.headless && !slices.Contains(keys, key) {
-			keys = append(keys[:len(keys):len(keys)], key)
-		}
-	}
-	return keys
 }

@@ -1,3 +1,6 @@
+// The zones' SOA serial: a clock that moves at most once a second however
+// fast imports change, and never backwards (RFC 1982).
+
 package multicluster
 
 import (
@@ -90,4 +93,10 @@ func (c *serialClock) Load() uint32 {
 			return uint32(next >> 32)
 		}
 	}
+}
+
+// serialBefore reports whether SOA serial a is older than b, in serial
+// number arithmetic (RFC 1982).
+func serialBefore(a, b uint32) bool {
+	return a != b && (b-a) < 1<<31
 }

@@ -17,7 +17,7 @@ import (
 )
 
 func TestParseDefaults(t *testing.T) {
-	m, err := parse(caddy.NewTestController("dns", "multicluster"))
+	m, err := parseCorefile(caddy.NewTestController("dns", "multicluster"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func TestParseEveryOption(t *testing.T) {
 		reverse_ranges 10.96.0.0/12 fd00:10:96::/112 10.96.0.0/12
 	}`
 	defer setPodNamespace("dns-system")()
-	m, err := parse(caddy.NewTestController("dns", input))
+	m, err := parseCorefile(caddy.NewTestController("dns", input))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func setPodNamespace(ns string) func() {
 // clusterset zone is not affected; system_fallback opts names in.
 func TestSystemNamespacesByDefault(t *testing.T) {
 	defer setPodNamespace("dns-system")()
-	m, err := parse(caddy.NewTestController("dns", "multicluster { \n fallback cluster.local \n }"))
+	m, err := parseCorefile(caddy.NewTestController("dns", "multicluster { \n fallback cluster.local \n }"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestSystemNamespacesByDefault(t *testing.T) {
 		}
 	}
 	// No fallback zone, no scope: the clusterset zone serves everything.
-	m, err = parse(caddy.NewTestController("dns", "multicluster"))
+	m, err = parseCorefile(caddy.NewTestController("dns", "multicluster"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,14 +139,14 @@ func TestSystemNamespacesByDefault(t *testing.T) {
 		t.Errorf("a scope without fallback zones: %+v", m.scope)
 	}
 	// Opted in: that name alone, and it still obeys fallback_scope.
-	m, err = parse(caddy.NewTestController("dns", "multicluster { \n fallback cluster.local \n system_fallback kube-system/metrics-server \n fallback_scope !*/metrics-server \n }"))
+	m, err = parseCorefile(caddy.NewTestController("dns", "multicluster { \n fallback cluster.local \n system_fallback kube-system/metrics-server \n fallback_scope !*/metrics-server \n }"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m.scope.allows("kube-system", "metrics-server") || m.scope.allows("kube-system", "other") {
 		t.Errorf("opted in, then excluded by fallback_scope: %+v", m.scope)
 	}
-	m, err = parse(caddy.NewTestController("dns", "multicluster { \n fallback cluster.local \n system_fallback kube-system/metrics-server \n }"))
+	m, err = parseCorefile(caddy.NewTestController("dns", "multicluster { \n fallback cluster.local \n system_fallback kube-system/metrics-server \n }"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestSystemNamespacesByDefault(t *testing.T) {
 		t.Errorf("system_fallback kube-system/metrics-server: %+v", m.scope)
 	}
 	// A namespace a default pattern matches is opted in by its name.
-	m, err = parse(caddy.NewTestController("dns", "multicluster { \n fallback cluster.local \n system_fallback openshift-monitoring/thanos-* \n }"))
+	m, err = parseCorefile(caddy.NewTestController("dns", "multicluster { \n fallback cluster.local \n system_fallback openshift-monitoring/thanos-* \n }"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestSystemNamespacesByDefault(t *testing.T) {
 	}
 	// system_namespaces replaces the default patterns; the server's own
 	// namespace and default/kubernetes stay system names.
-	m, err = parse(caddy.NewTestController("dns", "multicluster { \n fallback cluster.local \n system_fallback cattle-system/webhook \n system_namespaces cattle-* platform \n }"))
+	m, err = parseCorefile(caddy.NewTestController("dns", "multicluster { \n fallback cluster.local \n system_fallback cattle-system/webhook \n system_namespaces cattle-* platform \n }"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestKubernetesCachesEndpoints(t *testing.T) {
 }
 
 func TestParseFallthroughAllZones(t *testing.T) {
-	m, err := parse(caddy.NewTestController("dns", "multicluster {\n fallthrough\n}"))
+	m, err := parseCorefile(caddy.NewTestController("dns", "multicluster {\n fallthrough\n}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,12 +278,12 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.want, func(t *testing.T) {
-			_, err := parse(caddy.NewTestController("dns", tc.input))
+			_, err := parseCorefile(caddy.NewTestController("dns", tc.input))
 			if err == nil {
-				t.Fatalf("parse(%q) succeeded, want an error with %q", tc.input, tc.want)
+				t.Fatalf("parseCorefile(%q) succeeded, want an error with %q", tc.input, tc.want)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("parse(%q) = %q, want it to contain %q", tc.input, err, tc.want)
+				t.Errorf("parseCorefile(%q) = %q, want it to contain %q", tc.input, err, tc.want)
 			}
 		})
 	}
@@ -306,7 +306,7 @@ func TestReadmeCorefiles(t *testing.T) {
 				continue // the syntax synopsis
 			}
 			s = strings.ReplaceAll(s, "/etc/coredns/kubeconfig", writeKubeconfig(t))
-			if _, err := parse(caddy.NewTestController("dns", s)); err != nil {
+			if _, err := parseCorefile(caddy.NewTestController("dns", s)); err != nil {
 				t.Errorf("README stanza does not parse: %v\n%s", err, s)
 			}
 		}
@@ -332,7 +332,7 @@ func TestGuideCorefiles(t *testing.T) {
 		for _, b := range regexp.MustCompile("(?s)```\n(.*?)```").FindAllSubmatch(text, -1) {
 			for _, s := range extractStanzas(string(b[1])) {
 				n++
-				if _, err := parse(caddy.NewTestController("dns", s)); err != nil {
+				if _, err := parseCorefile(caddy.NewTestController("dns", s)); err != nil {
 					t.Errorf("%s: stanza does not parse: %v\n%s", guide, err, s)
 				}
 			}

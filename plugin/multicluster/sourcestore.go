@@ -1,3 +1,7 @@
+// The informer stores of ServiceImports and EndpointSlices, which are the
+// sources' own maps seen through the interface an informer asks of a store,
+// so that each spec is kept once.
+
 package multicluster
 
 import (
@@ -22,8 +26,8 @@ type informerStore interface {
 // sources' own maps, seen through importStore and sliceStore: the informer
 // reads them, and its handler (importHandler, sliceHandler) is what writes
 // them, so that each spec is filed once. A second map keyed by
-// "namespace/name" strings would cost every import and every slice about
-// 90 bytes (its entry and its key) for the whole life of the process.
+// "namespace/name" strings would cost every import and every slice a map
+// entry and a key string for the whole life of the process.
 //
 // Add and Delete do nothing: the handler that newInformer calls right
 // after them files or withdraws the spec. Keys are "namespace/name"

@@ -1,3 +1,7 @@
+// Growing a query goroutine's stack before the query is passed on, while
+// the stack is shallow and a copy cheap, rather than deep in the plugins
+// after this one.
+
 package multicluster
 
 // CoreDNS serves every UDP query on a new goroutine. Go starts a goroutine
@@ -7,16 +11,17 @@ package multicluster
 // of that walk grows with the number of frames, so a copy deep in a call chain
 // is several times dearer than the same copy near its top.
 //
-// The kubernetes plugin's lookup is deep. Built with Go 1.26, CoreDNS 1.15's
-// chain for a cluster.local A query (request parsing, the server, the
-// kubernetes plugin, client-go's indexer) peaks less than 88 bytes short of
-// the point where an 8 KiB stack must grow. Without other plugins in front,
-// the stack is copied twice per query (from 2 to 4 KiB while the request is
-// parsed, from 4 to 8 KiB in the kubernetes plugin); the plugin's own 88-byte
-// frame in front of kubernetes added a third copy, of about 7 KiB and 18
-// frames, deep inside client-go. That copy, not the plugin's lookup, was
-// nearly all of the plugin's toll on cluster.local queries (CPU profiles of
-// make bench).
+// The kubernetes plugin's lookup is deep. Its chain for a cluster.local A
+// query (request parsing, the server, the kubernetes plugin, client-go's
+// indexer) peaks just short of the point where an 8 KiB stack must grow.
+// Without other plugins in front, the stack is copied twice per query (from
+// 2 to 4 KiB while the request is parsed, from 4 to 8 KiB in the kubernetes
+// plugin); the plugin's own small frame in front of kubernetes was enough to
+// add a third copy, of nearly the whole stack, deep inside client-go. That
+// copy, not the plugin's lookup, was nearly all of the plugin's toll on
+// cluster.local queries. How near the chain comes to the boundary changes
+// with the Go and CoreDNS versions it is built with; the CPU profiles that
+// show the copies are in BENCHMARKS.md (CPU profiles under load).
 //
 // So before passing a query on, the plugin asks for the stack the rest of the
 // chain will need, while the stack is still shallow: the one copy it may cost
@@ -27,7 +32,8 @@ package multicluster
 
 // stackReserve is the stack room reserveStack asks for. From the depth the
 // plugin runs at (about 1 KiB), it makes the runtime grow a goroutine's stack
-// straight to 16 KiB, twice what the deepest cluster.local lookup needs.
+// straight to 16 KiB, with room to spare over what the deepest cluster.local
+// lookup needs.
 const stackReserve = 8 << 10
 
 // reserveStack makes sure the calling goroutine has stackReserve bytes of

@@ -1,3 +1,7 @@
+// The check a standalone server's block must pass: no name of the
+// plugin's zones may reach forward, which would send it back upstream or
+// off the cluster.
+
 package multicluster
 
 import (

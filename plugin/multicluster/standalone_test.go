@@ -9,7 +9,7 @@ import (
 )
 
 func TestStandaloneOption(t *testing.T) {
-	m, err := parse(caddy.NewTestController("dns", "multicluster clusterset.local in-addr.arpa {\n fallback cluster.local\n standalone\n}"))
+	m, err := parseCorefile(caddy.NewTestController("dns", "multicluster clusterset.local in-addr.arpa {\n fallback cluster.local\n standalone\n}"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,7 +21,7 @@ func TestStandaloneOption(t *testing.T) {
 		"multicluster clusterset.local {\n standalone\n fallthrough\n}":                  "Error during parsing: standalone (line 2) and fallthrough (line 3)",
 		"multicluster clusterset.local {\n fallthrough clusterset.local\n standalone\n}": "standalone (line 3) and fallthrough (line 2)",
 	} {
-		_, err := parse(caddy.NewTestController("dns", input))
+		_, err := parseCorefile(caddy.NewTestController("dns", input))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", input, err, want)
 		}

@@ -1,3 +1,6 @@
+// Zone transfers of the clusterset zones through the transfer plugin, made
+// of the resolver's own answers so that a transfer and queries agree.
+
 package multicluster
 
 import (
@@ -114,9 +117,3 @@ func (m *Multicluster) serviceRecords(v *view, zone string, send func([]dns.RR))
 
 // portName is a _port._proto name.
 type portName struct{ name, protocol string }
-
-// serialBefore reports whether SOA serial a is older than b, in serial
-// number arithmetic (RFC 1982).
-func serialBefore(a, b uint32) bool {
-	return a != b && (b-a) < 1<<31
-}

@@ -1,3 +1,7 @@
+// The watcher: it starts and stops every informer of a plugin, tracks
+// their stores for the objects gauge, and holds the list-watches,
+// conversions and event handlers its informers are built from.
+
 package multicluster
 
 import (
@@ -162,7 +166,7 @@ func (w *watcher) watchNamespaces() []string {
 
 // EndpointSlices and Services, unlike ServiceImports (imports.go), are
 // decoded whole by the typed clientset, in protobuf (clientConfig in
-// setup.go). No value the API server accepts can fail that decoding, and so
+// client.go). No value the API server accepts can fail that decoding, and so
 // no object can fail a list or a watch: the API server decoded and
 // validated each object into the same Go types before storing it, and
 // encodes what it serves from them; and the protobuf decoding of these kinds
@@ -224,43 +228,19 @@ func (w *watcher) toSliceSpec(obj meta.Object) (meta.Object, error) {
 	return reported(newSliceSpec(es, w.longestZone))
 }
 
-// withProblems carries the problems of a conversion to the informer, which
-// logs them and stores the object alone.
-type withProblems struct {
-	meta.Object
-	problems []string
-}
-
-// reported returns what a conversion returns to the informer: the object,
-// wrapped with its problems if it has any.
-func reported[T meta.Object](obj T, problems []string, err error) (meta.Object, error) {
-	if err != nil {
-		return nil, err
-	}
-	if len(problems) > 0 {
-		return &withProblems{Object: obj, problems: problems}, nil
-	}
-	return obj, nil
-}
-
 func toService(obj meta.Object) (meta.Object, error) { return object.ToService(obj) }
 
 // Handlers from store events to sources.
 
-type handler struct {
-	set    func(meta.Object)
-	delete func(meta.Object)
-}
-
-func importHandler(s *sources) *handler {
-	return &handler{
+func importHandler(s *sources) *informerHandler {
+	return &informerHandler{
 		set:    func(o meta.Object) { s.setImport(o.(*importSpec)) },
 		delete: func(o meta.Object) { s.deleteImport(o.(*importSpec).key) },
 	}
 }
 
-func sliceHandler(s *sources) *handler {
-	return &handler{
+func sliceHandler(s *sources) *informerHandler {
+	return &informerHandler{
 		set:    func(o meta.Object) { s.setSlice(o.(*sliceSpec)) },
 		delete: func(o meta.Object) { s.deleteSlice(o.GetNamespace(), o.GetName()) },
 	}
@@ -268,7 +248,7 @@ func sliceHandler(s *sources) *handler {
 
 // serviceHandler counts the events of the own Service informer (a change
 // of a derived Service moves the serial).
-func serviceHandler(changes *atomic.Int64) *handler {
+func serviceHandler(changes *atomic.Int64) *informerHandler {
 	bump := func(meta.Object) { changes.Add(1) }
-	return &handler{set: bump, delete: bump}
+	return &informerHandler{set: bump, delete: bump}
 }

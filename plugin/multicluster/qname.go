@@ -1,3 +1,7 @@
+// Parsing query names: a name below a zone split into the parts of the MCS
+// DNS schema (service, namespace, port, host, cluster), without
+// allocating.
+
 package multicluster
 
 import "strings"

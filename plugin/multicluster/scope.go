@@ -1,3 +1,7 @@
+// The fallback scope: which imports may answer in fallback zones, from
+// fallback_scope, and the system namespaces kept out unless
+// system_fallback names them.
+
 package multicluster
 
 import (
@@ -261,14 +265,4 @@ func globMatch(pattern, s string) bool {
 		s = s[j+len(part):]
 	}
 	return true
-}
-
-// Values of a ServiceImport's spec.trafficDistribution that prefer the
-// local cluster. The zone and node preferences of Kubernetes Services are
-// taken at cluster granularity: the nearest the DNS of a cluster set can
-// steer is the cluster.
-var preferClose = map[string]bool{
-	"PreferClose":    true,
-	"PreferSameZone": true,
-	"PreferSameNode": true,
 }

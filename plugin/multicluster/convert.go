@@ -1,3 +1,7 @@
+// Conversion of API objects into specs: a ServiceImport or an EndpointSlice
+// reduced to what DNS reads of it, validated, with what fails dropped and
+// described, so that a bad field costs that field and not the object.
+
 package multicluster
 
 import (
@@ -11,88 +15,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/coredns/coredns/plugin/kubernetes/object"
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
-
-// Labels that tie an EndpointSlice to an import (the same in every mcs-api
-// version), and the annotation of an import that names its derived Service.
-const (
-	labelServiceName   = mcsv1beta1.LabelServiceName
-	labelSourceCluster = mcsv1beta1.LabelSourceCluster
-	// annotationDerivedService names the local Service that carries an
-	// import's ClusterIPs. The mcs-api reference controller sets it
-	// (controllers/common.go, DerivedServiceAnnotation), and so does Cilium.
-	annotationDerivedService = "multicluster.kubernetes.io/derived-service"
-	// annotationAWSDerived lists, as JSON, the local Services that carry a
-	// ServiceImport's addresses, one per exporting cluster: the AWS Cloud
-	// Map MCS controller's own record of its derived Services
-	// (pkg/controllers/multicluster/utils.go, DerivedServiceAnnotation, in
-	// aws/aws-cloud-map-mcs-controller-for-k8s); its spec.ips are their
-	// ClusterIPs.
-	annotationAWSDerived = "multicluster.k8s.aws/derived-service"
-)
-
-// importSpec is a ServiceImport reduced to what DNS needs; v1alpha1 and
-// v1beta1 objects reduce to the same thing. Informers store it in place of the
-// full object, so the cache holds only this. Parts that fail validation are
-// dropped, and the conversion reports them beside the spec, which does not
-// keep them.
-//
-// Its fields are those of the view a ClusterSetIP import answers from, so
-// that view is the spec itself: one allocation per import, not two.
-type importSpec struct {
-	object.Empty    // no room: a pointer would take 8 bytes of every spec
-	view            // key, flags, source, ipv4, ipv6, ports, derived; no endpoints
-	resourceVersion string
-}
-
-// sliceSpec is a multicluster EndpointSlice reduced to its ready endpoints.
-// Like views, it is immutable once made: the view of a headless import holds
-// the specs of its slices themselves, so that a slice's change replaces one
-// of them and leaves the others as they are.
-type sliceSpec struct {
-	object.Empty
-	key             serviceKey // the import it belongs to
-	name            string     // the slice's own name
-	resourceVersion string
-	cluster         string // empty when the slice has no source-cluster label
-	ports           []servicePort
-	// endpoints are ordered by host name, then address: those without a
-	// host name first, the addresses of one name adjacent.
-	endpoints []endpoint
-	anonymous int // endpoints[:anonymous] have no host name
-	names     int // the host names of endpoints[anonymous:], each once
-	n4, n6    int // addresses by family
-	// selfDups: answers from this slice alone must be de-duplicated (some
-	// address is listed under two names, or some hostname could be an
-	// address's name): set whenever the counts of a service's slices
-	// (serviceSlices) would find a repeat, were this its only slice.
-	selfDups bool
-	// ref stands for the slice in the reverse map; the sources give it
-	// when they file the slice, the former version's if it had the same
-	// cluster.
-	ref *sliceRef
-}
-
-// importFields is the part of a ServiceImport, in any version, that DNS reads.
-type importFields struct {
-	namespace, name, resourceVersion string
-	typ                              string
-	ips                              []string
-	ports                            []portFields
-	labels, annotations              map[string]string
-	trafficDistribution              string
-}
-
-type portFields struct {
-	name, protocol string
-	port           int32
-}
 
 // newImportSpec validates f. It fails only when the object cannot be named in
 // DNS at all; anything smaller is dropped and described in problems.
@@ -252,121 +179,6 @@ func parseClusterSetIPs(ips []string, problems *problemList) (v4, v6 []net.IP) {
 // smallList is the length up to which a list is searched for repeats
 // element by element; past it a set is cheaper than the quadratic search.
 const smallList = 16
-
-// specialIP says why ip can be neither a ClusterSetIP nor an endpoint, or
-// returns "". The API server refuses the unspecified, loopback, link-local
-// and link-local multicast addresses in EndpointSlices (ValidateEndpointIP,
-// pkg/apis/core/validation/validation.go in Kubernetes v1.37.1); spec.ips of
-// a ServiceImport is not validated at all, so the plugin applies the same
-// rule there, and refuses more that no Service answers at: any multicast
-// address, the IPv4 broadcast address, 0.0.0.0/8, the clouds' metadata and
-// host addresses, and IPv6 addresses that stand for a refused IPv4 one. An
-// import must not be able to name 169.254.169.254 (a cloud's metadata
-// server) or 127.0.0.1 for its service, in any spelling.
-//
-// It runs for every endpoint address of every slice version: it allocates
-// nothing for an address it accepts.
-func specialIP(ip net.IP) string {
-	if v4 := ip.To4(); v4 != nil { // also ::ffff:a.b.c.d, which is the same address
-		return specialIPv4(v4)
-	}
-	if len(ip) != net.IPv6len {
-		return "not an IP address"
-	}
-	if why := specialInEveryFamily(ip); why != "" {
-		return why
-	}
-	switch {
-	case hasPrefix(ip, ipv4Compatible[:]):
-		// ::a.b.c.d, deprecated by RFC 4291 (2.5.5.1): no Service or pod
-		// has one, and a stack that still routes it sends it to a.b.c.d.
-		return "an IPv4-compatible address (deprecated, RFC 4291)"
-	case hasPrefix(ip, ipv4Translated[:]):
-		if why := specialIPv4(ip[12:]); why != "" {
-			return "an IPv4-translated address (::ffff:0:a.b.c.d) of " + why
-		}
-	case hasPrefix(ip, nat64WellKnown[:]):
-		// A NAT64 gateway sends 64:ff9b::a.b.c.d to a.b.c.d (RFC 6052).
-		if why := specialIPv4(ip[12:]); why != "" {
-			return "a NAT64 address (64:ff9b::/96) of " + why
-		}
-	case hasPrefix(ip, nat64LocalUse[:]):
-		// RFC 8215: the network chooses the prefix length within the /48,
-		// and so where the IPv4 address lies in it; no Service or pod has
-		// an address translated to IPv4 either.
-		return "a local-use NAT64 address (64:ff9b:1::/48)"
-	case ip.Equal(awsMetadataIPv6):
-		return "the AWS instance metadata service's IPv6 address"
-	}
-	return ""
-}
-
-// specialInEveryFamily says why ip, of either family, is an address that
-// the API server refuses in EndpointSlices, or multicast, or returns "".
-func specialInEveryFamily(ip net.IP) string {
-	switch {
-	case ip.IsUnspecified():
-		return "the unspecified address"
-	case ip.IsLoopback():
-		return "a loopback address"
-	case ip.IsLinkLocalUnicast():
-		return "a link-local address"
-	case ip.IsMulticast():
-		return "a multicast address"
-	}
-	return ""
-}
-
-// specialIPv4 is specialIP of a 4-byte IPv4 address.
-func specialIPv4(ip net.IP) string {
-	if why := specialInEveryFamily(ip); why != "" {
-		return why
-	}
-	switch {
-	case ip[0] == 0:
-		// 0.0.0.0/8, "this host on this network": never a destination
-		// (RFC 6890).
-		return "an address of 0.0.0.0/8 (this network)"
-	case ip.Equal(net.IPv4bcast):
-		return "the broadcast address"
-	case ip.Equal(alibabaMetadata):
-		return "the Alibaba Cloud instance metadata address"
-	case ip.Equal(azureHost):
-		return "the Azure host address"
-	}
-	return ""
-}
-
-// Addresses of cloud platforms that answer an instance's requests as the
-// instance (metadata, credentials), besides 169.254.169.254, which
-// link-local covers.
-var (
-	// fd00:ec2::254: the instance metadata service over IPv6, Amazon EC2
-	// User Guide, "Access instance metadata for an EC2 instance".
-	awsMetadataIPv6 = net.ParseIP("fd00:ec2::254")
-	// 100.100.100.200: Alibaba Cloud ECS documentation, "Instance metadata".
-	alibabaMetadata = net.IPv4(100, 100, 100, 200).To4()
-	// 168.63.129.16: the host node's virtual address (WireServer, DNS,
-	// DHCP), Azure Virtual Network documentation, "What is IP address
-	// 168.63.129.16?".
-	azureHost = net.IPv4(168, 63, 129, 16).To4()
-)
-
-// IPv6 prefixes whose addresses stand for IPv4 ones, as the first bytes of
-// an address: ::/96 (IPv4-compatible), ::ffff:0:0/96 (IPv4-translated, RFC
-// 2765), 64:ff9b::/96 (NAT64, RFC 6052) and 64:ff9b:1::/48 (local-use
-// NAT64, RFC 8215). IPv4-mapped addresses are IPv4 addresses to net.IP.
-var (
-	ipv4Compatible = [12]byte{}
-	ipv4Translated = [12]byte{8: 0xff, 9: 0xff}
-	nat64WellKnown = [12]byte{0: 0x00, 1: 0x64, 2: 0xff, 3: 0x9b}
-	nat64LocalUse  = [6]byte{0: 0x00, 1: 0x64, 2: 0xff, 3: 0x9b, 4: 0x00, 5: 0x01}
-)
-
-// hasPrefix reports whether the 16-byte ip starts with the bytes of prefix.
-func hasPrefix(ip net.IP, prefix []byte) bool {
-	return bytes.Equal(ip[:len(prefix)], prefix)
-}
 
 // validPorts validates ports the way Services constrain them: 1..65535, a
 // known protocol (TCP by default), names as DNS labels (SRV needs them); a
@@ -707,160 +519,20 @@ func dashedIP(ip string) string {
 
 var dashes = strings.NewReplacer(".", "-", ":", "-")
 
-// viewPolicy is what decides a view beyond its objects: the id of the
-// cluster this server runs in (empty when unknown), which imports that
-// prefer close endpoints favour. (The fallback scope's verdict is the
-// spec's own: the sources give it when they file the spec.)
-type viewPolicy struct {
-	localCluster string
-}
-
-// newView builds the view of a service from its import and the slices of
-// every cluster (ss, nil when there are none). imp must not be nil. Its work
-// is proportional to the number of slices, not of endpoints: the view holds
-// the slices themselves.
-func newView(imp *importSpec, ss *serviceSlices, policy viewPolicy) *view {
-	var ordered []*sliceSpec
-	if ss != nil {
-		ordered = ss.ordered
-	}
-	if !imp.headless {
-		return newClusterSetIPView(imp, ordered, policy)
-	}
-	v := &view{key: imp.key, headless: true, preferClose: imp.preferClose, scope: imp.scope}
-	eps := &endpointSet{slices: ordered, served: ordered, dups: ss.duplicates()}
-	// A headless import's ports come from its slices (each cluster exports
-	// the same Service, so they agree), merged as they change
-	// (updatePorts); the import's ports are the fallback. Both are in
-	// order.
-	if ss != nil {
-		v.ports = ss.ports
-	}
-	if len(v.ports) == 0 {
-		v.ports = imp.ports
-	}
-	for i, s := range ordered {
-		eps.n4 += s.n4
-		eps.n6 += s.n6
-		// Each cluster id of several labels once: its names, each of which
-		// has names below it.
-		if strings.IndexByte(s.cluster, '.') > 0 && len(s.endpoints) > s.anonymous && (i == 0 || ordered[i-1].cluster != s.cluster) {
-			if eps.ents == nil {
-				eps.ents = make(map[string]struct{})
-			}
-			for c := s.cluster; ; {
-				eps.ents[c] = struct{}{}
-				dot := strings.IndexByte(c, '.')
-				if dot < 0 {
-					break
-				}
-				c = c[dot+1:]
-			}
-		}
-	}
-	eps.s4, eps.s6 = eps.n4, eps.n6
-	if imp.preferClose && policy.localCluster != "" {
-		// Ordered by cluster, the local cluster's slices are one run.
-		lo, _ := slices.BinarySearchFunc(ordered, policy.localCluster, func(s *sliceSpec, c string) int { return cmp.Compare(s.cluster, c) })
-		s4, s6, hi := 0, 0, lo
-		for ; hi < len(ordered) && ordered[hi].cluster == policy.localCluster; hi++ {
-			s4 += ordered[hi].n4
-			s6 += ordered[hi].n6
-		}
-		if s4+s6 > 0 {
-			eps.served, eps.s4, eps.s6, v.localOnly = ordered[lo:hi:hi], s4, s6, true
-		}
-	}
-	v.eps = eps
-	return v
-}
-
-// newClusterSetIPView is the view of a ClusterSetIP import. With spec.ips, or
-// without any ready slice address, it is the spec itself (specs are
-// immutable, as views are). Otherwise it carries the ready addresses of the import's slices, which
-// answer when no derived Service does: Lighthouse, without clusterset IPs,
-// writes one slice per cluster whose endpoint is that cluster's ClusterIP.
-// An import that prefers close endpoints answers with the local cluster's
-// addresses alone while it has one.
-func newClusterSetIPView(imp *importSpec, ordered []*sliceSpec, policy viewPolicy) *view {
-	if imp.source == sourceSpec || len(ordered) == 0 {
-		return &imp.view
-	}
-	collect := func(cluster string, all bool) (v4, v6 []net.IP) {
-		for _, s := range ordered {
-			if !all && s.cluster != cluster {
-				continue
-			}
-			for _, e := range s.endpoints {
-				if e.v6 {
-					v6 = append(v6, e.ip)
-				} else {
-					v4 = append(v4, e.ip)
-				}
-			}
-		}
-		return v4, v6
-	}
-	var v4, v6 []net.IP
-	localOnly := false
-	if imp.preferClose && policy.localCluster != "" {
-		v4, v6 = collect(policy.localCluster, false)
-		localOnly = len(v4) > 0 || len(v6) > 0
-	}
-	if !localOnly {
-		v4, v6 = collect("", true)
-	}
-	if len(v4) == 0 && len(v6) == 0 {
-		return &imp.view
-	}
-	v := imp.view
-	v.source, v.localOnly = sourceSlices, localOnly
-	v.ipv4, v.ipv6 = sortedUnique(v4), sortedUnique(v6)
-	return &v
-}
-
-// sortedUnique sorts ips and drops repeats: every cluster reports its own
-// addresses, and an answer names each once, in an order that does not
-// depend on the order slices arrived in.
-func sortedUnique(ips []net.IP) []net.IP {
-	slices.SortFunc(ips, compareIP)
-	return slices.CompactFunc(ips, net.IP.Equal)
-}
-
-func compareIP(a, b net.IP) int { return bytes.Compare(a, b) }
-
-// The specs are what informer stores hold, so they are Kubernetes objects as
-// far as the store's key function and the reflector care.
-
-// kindServiceImportCopy is the objects gauge's kind of per-cluster copies.
-const kindServiceImportCopy = "serviceimport_copy"
-
-func (s *importSpec) metricKind() string {
-	if s.perClusterCopy {
-		return kindServiceImportCopy
-	}
-	return strings.ToLower(kindServiceImport)
-}
-
-func (s *importSpec) GetNamespace() string           { return s.key.namespace }
-func (s *importSpec) SetNamespace(string)            {}
-func (s *importSpec) GetName() string                { return s.key.name }
-func (s *importSpec) SetName(string)                 {}
-func (s *importSpec) GetResourceVersion() string     { return s.resourceVersion }
-func (s *importSpec) SetResourceVersion(string)      {}
-func (s *importSpec) DeepCopyObject() runtime.Object { c := *s; return &c }
-func (s *sliceSpec) GetNamespace() string            { return s.key.namespace }
-func (s *sliceSpec) SetNamespace(string)             {}
-func (s *sliceSpec) GetName() string                 { return s.name }
-func (s *sliceSpec) SetName(string)                  {}
-func (s *sliceSpec) GetResourceVersion() string      { return s.resourceVersion }
-func (s *sliceSpec) SetResourceVersion(string)       {}
-func (s *sliceSpec) DeepCopyObject() runtime.Object  { c := *s; return &c }
-
 // valueOf returns *p, or "" for nil.
 func valueOf(p *string) string {
 	if p == nil {
 		return ""
 	}
 	return *p
+}
+
+// Values of a ServiceImport's spec.trafficDistribution that prefer the
+// local cluster. The zone and node preferences of Kubernetes Services are
+// taken at cluster granularity: the nearest the DNS of a cluster set can
+// steer is the cluster.
+var preferClose = map[string]bool{
+	"PreferClose":    true,
+	"PreferSameZone": true,
+	"PreferSameNode": true,
 }

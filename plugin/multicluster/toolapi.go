@@ -1,14 +1,19 @@
+// The API the kubectl mcs command runs the plugin through, outside a DNS
+// server: the same Corefile parser, informers and decisions as the server.
+
 package multicluster
 
 import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/kubernetes"
+	"github.com/miekg/dns"
 	"k8s.io/client-go/rest"
 )
 
@@ -19,7 +24,7 @@ import (
 // OnStartup.
 
 // ParseStanza parses a multicluster stanza, as the server does.
-func ParseStanza(c *caddy.Controller) (*Multicluster, error) { return parse(c) }
+func ParseStanza(c *caddy.Controller) (*Multicluster, error) { return parseCorefile(c) }
 
 // Start connects to the API server with cfg (the Corefile's kubeconfig
 // option is ignored), shares the Services of k, the started kubernetes
@@ -115,3 +120,22 @@ func (m *Multicluster) PerClusterCopies() []string {
 // server answers every name of its zones itself and never passes one on
 // toward the DNS that forwards them to it.
 func (m *Multicluster) Standalone() bool { return m.standaloneLine > 0 }
+
+// OfflineWriter is the ResponseWriter under a dnstest.Recorder for a tool
+// that runs plugins outside a server (Explain, kubectl mcs): a UDP client
+// on loopback, writing nowhere. It stands in for plugin/test's
+// ResponseWriter, which would link the testing package into the binaries.
+type OfflineWriter struct{}
+
+func (OfflineWriter) LocalAddr() net.Addr {
+	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 53}
+}
+func (OfflineWriter) RemoteAddr() net.Addr {
+	return &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
+}
+func (OfflineWriter) WriteMsg(*dns.Msg) error     { return nil }
+func (OfflineWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (OfflineWriter) Close() error                { return nil }
+func (OfflineWriter) TsigStatus() error           { return nil }
+func (OfflineWriter) TsigTimersOnly(bool)         {}
+func (OfflineWriter) Hijack()                     {}

@@ -1,3 +1,6 @@
+// Gauges computed when Prometheus scrapes, from the plugins whose watchers
+// run (registry.go), so that nothing on the query or event path keeps them.
+
 package multicluster
 
 import (
@@ -7,7 +10,7 @@ import (
 )
 
 // The state gauges are read when Prometheus scrapes, from the plugins whose
-// watchers run (running, setup.go), so that no code on the query or event
+// watchers run (running, registry.go), so that no code on the query or event
 // path keeps them. With several server blocks, or during a reload while the
 // old instance still runs, they say the worst of the running plugins.
 var (
