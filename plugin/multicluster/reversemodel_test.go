@@ -16,7 +16,7 @@ import (
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The reverse map (index.go) is kept up to date change by change: a
+// The reverse map (reverseindex.go) is kept up to date change by change: a
 // changed slice moves the claims of the addresses that changed, a view
 // those of its own, the imports of derived Services are relinked as
 // annotations come and go. TestReverseMapAgainstModel applies random
