@@ -198,7 +198,8 @@ func unchanged(in meta.Object, exists, sameVersion bool, skippedVersion string) 
 // events. The stream spares the API server a large list response; a DNS
 // server, which restarts rarely and must be Ready soon, is better served by
 // the list. Listing in pages (thinPages) trades a little time to Ready for
-// a much lower peak of memory; BENCHMARKS.md (Scale) has the figures.
+// a much lower peak of memory. docs/deploy.md has the stream's figures,
+// BENCHMARKS.md (Scale) the pages'.
 type listThenWatch struct{}
 
 func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
