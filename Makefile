@@ -26,7 +26,7 @@ KUBECTL_MCS := build/kubectl-mcs
 IMAGE_TAG ?= $(if $(filter file,$(origin VERSION)),$(RELEASE_VERSION),$(VERSION))
 IMAGE ?= ghcr.io/coredns-mcs/coredns-mcs:$(IMAGE_TAG)
 
-.PHONY: all build kubectl-mcs gen check-gen test test-unit test-e2e testbin run run-front help lint clean image image-name release release-check release-version sbom vulncheck bench
+.PHONY: all build kubectl-mcs gen check-gen test testbin-chain test-unit test-e2e testbin run run-front help lint clean image image-name release release-check release-version sbom vulncheck bench
 
 all: build kubectl-mcs
 
@@ -95,7 +95,7 @@ FUZZTIME ?= 15s
 
 test: ## unit tests (race detector on the plugin), then integration and end-to-end tests against a real API server
 	@set -euo pipefail; mkdir -p build; \
-	GO='$(GO)' setsid bash test/testbin/chain.sh '$(TESTBIN_ORDER)' >build/testbin.log 2>&1 & chain=$$!; \
+	setsid $(MAKE) --no-print-directory testbin-chain >build/testbin.log 2>&1 & chain=$$!; \
 	trap 'kill -- -$$chain 2>/dev/null; true' EXIT; \
 	$(MAKE) --no-print-directory build; \
 	$(GO) test -race -count=1 ./plugin/... ./internal/...; \
@@ -105,6 +105,9 @@ test: ## unit tests (race detector on the plugin), then integration and end-to-e
 	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 80m $(TEST_FIRST) ./test/...; \
 	wait $$chain || { cat build/testbin.log >&2; echo "the background build of the test binaries failed (the tests built what they needed)" >&2; exit 1; }; \
 	trap - EXIT
+
+testbin-chain: ## build the test binaries in the order the suites need them (make test starts it in the background)
+	@GO='$(GO)' bash test/testbin/chain.sh '$(TESTBIN_ORDER)'
 
 test-unit: ## unit tests only (seconds)
 	$(GO) test -race -count=1 ./plugin/... ./internal/...
