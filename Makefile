@@ -83,7 +83,7 @@ NORACE := CGO_ENABLED=0 $(GO) test -trimpath -count=1
 # two at once on two cores (its default -p): the longest first (a few minutes
 # each, on a warm machine), so that the run ends on short packages rather
 # than on one long package alone. test/swap before test/clusterse2e: both
-# want node cluster 0 (test/node's lock), and this order runs them apart.
+# want node cluster 0 (test/internal/node's lock), and this order runs them apart.
 TEST_FIRST := ./test/swap/ ./test/e2e/ ./test/release/
 
 # The tests that bound the CPU of a query and of an event at the API
@@ -118,7 +118,7 @@ test-unit: ## unit tests only (seconds)
 # of the machine's own on 8080, 8181, 9153). A default that is taken gives way
 # to a free port, which it prints; a port given is used as given.
 run: build kubectl-mcs ## a local API server with example objects (builds kube-apiserver and etcd only), and coredns on 127.0.0.1:1053 (and the kubectl mcs lines for it); PORT, HEALTH_PORT, READY_PORT, METRICS_PORT set its ports
-	@bash test/run.sh
+	@bash test/scripts/run.sh
 
 # make run-front: the same API server, coredns-mcs standalone behind stock
 # CoreDNS (docs/platforms.md) on loopback. COREDNS_VERSION (default the
@@ -129,7 +129,7 @@ run: build kubectl-mcs ## a local API server with example objects (builds kube-a
 # (1054), STAND_IN_PORT (5301), and the front's HEALTH_PORT, READY_PORT,
 # METRICS_PORT, as make run's.
 run-front: build ## the same API server, coredns-mcs standalone behind stock CoreDNS (COREDNS_VERSION, PLATFORM=kubeadm|k3s) on 127.0.0.1:1053, and how to hang, stop and resume it
-	@bash test/run-front.sh
+	@bash test/scripts/run-front.sh
 
 # Not part of `make test`: it takes about a quarter of an hour and wants a
 # quiet machine. N sizes the throughput sets (default 1000), BENCH_BIG and

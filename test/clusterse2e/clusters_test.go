@@ -1,7 +1,7 @@
 //go:build linux
 
 // Package clusterse2e runs the user's story with real traffic: two real
-// clusters (test/node, joined by node.Connect into one flat pod network),
+// clusters (test/internal/node, joined by node.Connect into one flat pod network),
 // coredns-mcs as the cluster DNS of each (the image make image builds,
 // installed with manifests/install), an HTTP server `serve` in one cluster,
 // and a pod in the other that calls it by serve.default.svc.cluster.local
@@ -26,8 +26,8 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/node"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
-	"github.com/coredns-mcs/coredns-mcs/test/node"
 )
 
 // nodeImage is the image of the serve and client pods: busybox (with

@@ -13,8 +13,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/coredns-mcs/coredns-mcs/test/internal/karmada"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
-	"github.com/coredns-mcs/coredns-mcs/test/karmada"
 )
 
 // docBlock returns the YAML block after the marker `<!-- MARKER -->` in

@@ -14,9 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/coredns-mcs/coredns-mcs/test/internal/node"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/process"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
-	"github.com/coredns-mcs/coredns-mcs/test/node"
 )
 
 // lighthouseYAML is what the Lighthouse agent writes in every cluster of

@@ -26,8 +26,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
-	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"k8s.io/client-go/kubernetes"
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"

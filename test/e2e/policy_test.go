@@ -19,8 +19,8 @@ import (
 	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
-	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"

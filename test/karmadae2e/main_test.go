@@ -1,5 +1,5 @@
 // Package karmadae2e runs the walkthrough of docs/karmada.md against a real
-// Karmada control plane and two member clusters (test/karmada): Karmada's own
+// Karmada control plane and two member clusters (test/internal/karmada): Karmada's own
 // controllers move a Service from member1 to member2, and build/coredns,
 // pointed at a member's API server with the Corefile of that guide, is
 // queried over UDP and TCP next to the same binary without the multicluster
@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/karmada"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
-	"github.com/coredns-mcs/coredns-mcs/test/karmada"
 )
 
 // Shared by the package's tests; each works in namespaces of its own.

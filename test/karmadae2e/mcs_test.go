@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/coredns-mcs/coredns-mcs/test/karmada"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/karmada"
 )
 
 // TestMultiClusterService: with the MultiClusterService feature gate on, the

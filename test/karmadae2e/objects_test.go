@@ -22,7 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
-	"github.com/coredns-mcs/coredns-mcs/test/karmada"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/karmada"
 )
 
 var (

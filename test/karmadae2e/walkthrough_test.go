@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/coredns-mcs/coredns-mcs/test/karmada"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/karmada"
 )
 
 // within bounds every wait for Karmada. Its controllers act within seconds

@@ -2,7 +2,7 @@
 package kubectlmcs
 
 // The tests run kubectl mcs (mcsctl.Run, what the binary runs, in process) against a real
-// kube-apiserver and etcd (test/controlplane), and compare explain with the
+// kube-apiserver and etcd (test/internal/controlplane), and compare explain with the
 // answers of a real coredns-mcs process reading the same API server. They
 // need the kube test binaries (make testbin); without them they skip, and
 // under CI=true fail.
@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/mcsctl"
-	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/corefiles"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/miekg/dns"

@@ -24,8 +24,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
-	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 

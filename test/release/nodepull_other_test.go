@@ -9,5 +9,5 @@ import (
 )
 
 func pullOnNode(t *testing.T, _, _ string, _ v1.Hash) {
-	t.Skip("skipping: the node (test/node) runs on Linux only")
+	t.Skip("skipping: the node (test/internal/node) runs on Linux only")
 }

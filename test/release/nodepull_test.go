@@ -17,10 +17,10 @@ import (
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
-	"github.com/coredns-mcs/coredns-mcs/test/node"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/node"
 )
 
-// pullNodeIndex is the node cluster of this package (test/node's Layout):
+// pullNodeIndex is the node cluster of this package (test/internal/node's Layout):
 // an index the node, swap and cluster tests leave alone, so that it never
 // waits for their nodes.
 const pullNodeIndex = node.MaxClusters - 2
@@ -30,7 +30,7 @@ const pullNodeIndex = node.MaxClusters - 2
 const inNodeRegistry = "127.0.0.1:5000"
 
 // pullOnNode runs the signed image, by the index digest cosign verified, on
-// a real node (test/node: kubelet, containerd 1.6, runc): containerd's
+// a real node (test/internal/node: kubelet, containerd 1.6, runc): containerd's
 // registry host configuration (hosts.toml under config_path) names the
 // registry, which pulls the node's platform from the index; no archive is
 // imported. The registry runs on this machine's loopback; inside the node's

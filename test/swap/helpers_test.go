@@ -27,7 +27,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/internal/filecap"
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
-	"github.com/coredns-mcs/coredns-mcs/test/node"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/node"
 )
 
 // scenario is the state of one run of the user's scenario.

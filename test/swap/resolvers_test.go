@@ -17,7 +17,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/internal/front"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
-	"github.com/coredns-mcs/coredns-mcs/test/node"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/node"
 )
 
 // A resolver client is a pod that looks names up with getaddrinfo, as

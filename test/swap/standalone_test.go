@@ -23,7 +23,7 @@ import (
 
 // upstreamRecorder listens where the node's pods with dnsPolicy Default
 // (CoreDNS) send what they forward: the node's address, port 53, in the
-// node's network namespace (test/node's kubelet resolv.conf). It keeps every
+// node's network namespace (test/internal/node's kubelet resolv.conf). It keeps every
 // name, so that a test can tell what the cluster's DNS sent upstream, and
 // answers as the Internet would for the names of externalZone (A
 // externalAddress, NODATA for other types) and NXDOMAIN for every other

@@ -1,6 +1,6 @@
 //go:build linux
 
-// Package swap runs the user's scenario on a real node (test/node): a
+// Package swap runs the user's scenario on a real node (test/internal/node): a
 // cluster DNS as kubeadm makes it, running stock CoreDNS 1.14.4, is swapped
 // for the coredns-mcs image exactly as docs/deploy.md says, verified, and
 // rolled back, while a pod looks names up every 100 ms.
@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coredns-mcs/coredns-mcs/test/internal/node"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
-	"github.com/coredns-mcs/coredns-mcs/test/node"
 )
 
 const (

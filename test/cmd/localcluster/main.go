@@ -1,5 +1,5 @@
 // Command localcluster runs a local Kubernetes API (etcd and kube-apiserver,
-// see test/controlplane) with the Multi-Cluster Services CRDs installed,
+// see test/internal/controlplane) with the Multi-Cluster Services CRDs installed,
 // applies the manifests of a directory to it, and keeps it running until
 // interrupted. It backs `make run`, so coredns can be tried against a real
 // API without a cluster:
@@ -23,8 +23,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 )
 
 func main() {

@@ -1,5 +1,5 @@
 // Command mcsbench measures what the multicluster plugin costs and gives,
-// against a real kube-apiserver and etcd (see test/controlplane), and writes
+// against a real kube-apiserver and etcd (see test/internal/controlplane), and writes
 // the results to BENCHMARKS.md. It backs `make bench`:
 //
 //	go build -o build/mcsbench ./test/cmd/mcsbench
@@ -40,7 +40,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/miekg/dns"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"

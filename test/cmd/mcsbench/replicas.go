@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/process"
 )
 

@@ -19,7 +19,7 @@ import (
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
-	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/corefiles"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/process"
 )

@@ -1,4 +1,4 @@
-# The karmada set: the Karmada v1.18.2 control plane that test/karmada runs
+# The karmada set: the Karmada v1.18.2 control plane that test/internal/karmada runs
 # beside kube-apiserver and etcd of the kube set (which serve as
 # karmada-apiserver and its etcd, and as the member clusters). go.mod requires
 # github.com/karmada-io/karmada v1.18.2 and nothing else, so the module graph

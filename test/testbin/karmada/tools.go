@@ -1,7 +1,7 @@
 //go:build tools
 
 // Package karmada pins the Karmada control-plane main packages the Karmada
-// tests run (test/karmada), so that `go mod tidy` keeps their whole module
+// tests run (test/internal/karmada), so that `go mod tidy` keeps their whole module
 // graph in go.mod and go.sum and ../build.sh can build them offline from the
 // module cache.
 package karmada

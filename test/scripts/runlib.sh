@@ -1,4 +1,4 @@
-# Sourced by test/run.sh (make run) and test/run-front.sh (make run-front):
+# Sourced by test/scripts/run.sh (make run) and test/scripts/run-front.sh (make run-front):
 # the local API server with the example objects, the loopback ports, and
 # readiness. The caller sets dir (a temporary directory of its own) first.
 

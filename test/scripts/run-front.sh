@@ -21,7 +21,7 @@
 # set is used as set. The standalone server's health, ready and metrics
 # ports are free ones.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 platform=${PLATFORM:-kubeadm}
 dir=$(mktemp -d -t coredns-mcs-run-front.XXXXXX)
@@ -37,7 +37,7 @@ cleanup() {
 trap 'cleanup; exit 130' INT
 trap 'cleanup; exit 143' TERM
 trap cleanup EXIT
-. test/runlib.sh
+. test/scripts/runlib.sh
 
 case $platform in
 kubeadm | k3s) ;;

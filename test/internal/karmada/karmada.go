@@ -2,7 +2,7 @@
 // on 127.0.0.1, for end-to-end tests of what Karmada's own controllers leave
 // in member clusters.
 //
-// Every cluster is a test/controlplane (etcd and kube-apiserver):
+// Every cluster is a test/internal/controlplane (etcd and kube-apiserver):
 //
 //   - karmada-apiserver, with Karmada's CRDs (charts/karmada/_crds/bases of
 //     github.com/karmada-io/karmada v1.18.2) and the aggregation layer, and
@@ -20,7 +20,7 @@
 //
 // Members run no kubelet and no controller-manager: nothing runs Pods or
 // writes the EndpointSlices of a Service; tests write them. Options.Members
-// joins real clusters instead (test/node), with Options.NetNS the network
+// joins real clusters instead (test/internal/node), with Options.NetNS the network
 // namespace that reaches them. Each
 // kube-apiserver allocates ClusterIPs from a range of its own (see
 // ServiceRanges), so an address tells which cluster allocated it.
@@ -42,7 +42,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
 
@@ -84,7 +84,7 @@ type Options struct {
 	// $KUBEBUILDER_CONTROLPLANE_START_TIMEOUT), doubled.
 	StartTimeout time.Duration
 	// Members, when set, are the member clusters to join, which the caller
-	// runs and stops (real clusters of test/node, for one), instead of the
+	// runs and stops (real clusters of test/internal/node, for one), instead of the
 	// two control planes without nodes that Start runs otherwise. Their
 	// Host must be reachable from NetNS.
 	Members []*Member

@@ -45,7 +45,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/coredns-mcs/coredns-mcs/test/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/flock"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/netns"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/process"

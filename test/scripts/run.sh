@@ -3,7 +3,7 @@
 # manifests/examples, and build/coredns on 127.0.0.1:1053 serving them.
 # Ctrl-C stops everything this script started.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 # Its ports on 127.0.0.1: PORT (DNS, default 1053), HEALTH_PORT, READY_PORT
 # and METRICS_PORT (default 18080, 18181 and 19153: CoreDNS's own 8080, 8181
@@ -19,7 +19,7 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup INT TERM EXIT
-. test/runlib.sh
+. test/scripts/runlib.sh
 
 run_build_helpers ./test/cmd/localcluster ./test/cmd/freeport
 run_start_cluster
