@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // NodeLocal DNSCache (k8s.io/dns node-cache) is CoreDNS with a Corefile
@@ -268,7 +269,7 @@ func TestNodeLocalDNSCache(t *testing.T) {
 			before := asked(clusterDNS, c.name)
 			hits := metricSum(t, metrics, "coredns_cache_hits_total", `zones="`+c.zone+`"`)
 			expectNow(t, nodeLocal, "udp", c.name, "10.42.17.1")
-			eventually(t, 2*time.Second, c.name+" reaches cluster DNS", func() (bool, string) {
+			poll.Eventually(t, 2*time.Second, c.name+" reaches cluster DNS", func() (bool, string) {
 				n := asked(clusterDNS, c.name) - before
 				return n == 1, fmt.Sprintf("asked %d times", n)
 			})
@@ -300,7 +301,7 @@ func TestNodeLocalDNSCache(t *testing.T) {
 		if r.Rcode != dns.RcodeNameError {
 			t.Errorf("%s through the add-on's own Corefile: %s %v, want NXDOMAIN from the node's resolvers", clustersetName, dns.RcodeToString[r.Rcode], addresses(r))
 		}
-		eventually(t, 2*time.Second, clustersetName+" goes to the node's resolvers", func() (bool, string) {
+		poll.Eventually(t, 2*time.Second, clustersetName+" goes to the node's resolvers", func() (bool, string) {
 			n := asked(internet, clustersetName) - beforeInternet
 			return n == 1, fmt.Sprintf("asked %d times", n)
 		})

@@ -27,6 +27,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/internal/filecap"
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 	"github.com/coredns-mcs/coredns-mcs/test/node"
 )
 
@@ -62,7 +63,7 @@ func (s *scenario) kubectl(args ...string) string {
 func (s *scenario) waitOldDNSPodsGone() {
 	s.t.Helper()
 	replicas := s.kubectl("-n", "kube-system", "get", "deploy", "coredns", "-o", "jsonpath={.spec.replicas}")
-	harness.Eventually(s.t, oldPodsGone, 250*time.Millisecond, "the old coredns pods gone", func() (bool, string) {
+	poll.Eventually(s.t, oldPodsGone, "the old coredns pods gone", func() (bool, string) {
 		out, err := s.n.Kubectl(s.ctx, s.work, "-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-dns",
 			"-o", `jsonpath={range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}`)
 		if err != nil {
