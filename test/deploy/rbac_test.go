@@ -30,6 +30,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // shippedCorefile returns data.Corefile of the ConfigMap in manifests.
@@ -126,18 +127,14 @@ func startCoreDNS(t *testing.T, kubeconfig string, withKubernetes bool) *server 
 // exits.
 func (s *server) waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
+	poll.Eventually(t, timeout, what, func() (bool, string) {
 		select {
 		case <-s.exited:
 			t.Fatalf("coredns exited while waiting for %s:\n%s", what, s.log.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after %s", what, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return cond(), "not yet"
+	})
 }
 
 func (s *server) get(path string) (int, string) {
@@ -238,22 +235,15 @@ var serviceAccountUser = authorizationv1.SubjectAccessReviewSpec{
 // may not) do verb on resource: role edits take effect asynchronously.
 func waitAllowed(ctx context.Context, t *testing.T, kube kubernetes.Interface, group, resource, verb string, want bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Eventually(t, 10*time.Second, fmt.Sprintf("%s %s.%s allowed %v", verb, resource, group, want), func() (bool, string) {
 		spec := serviceAccountUser
 		spec.ResourceAttributes = &authorizationv1.ResourceAttributes{Group: group, Resource: resource, Verb: verb}
 		r, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Status.Allowed == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s %s.%s: allowed %v after 10s, want %v", verb, resource, group, r.Status.Allowed, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return r.Status.Allowed == want, fmt.Sprintf("allowed %v", r.Status.Allowed)
+	})
 }
 
 // TestShippedCorefileAndRBAC runs build/coredns with the Corefile of
