@@ -277,7 +277,15 @@ func TestNodeLocalDNSCache(t *testing.T) {
 			// Again, at the kube-dns address, which node-local-dns also
 			// holds: from the cache.
 			expectNow(t, viaKubeDNS, "udp", c.name, "10.42.17.1")
-			time.Sleep(200 * time.Millisecond) // a forwarded query would be in the log by now
+			// A name of the zone never asked before, which node-local
+			// forwards: once cluster DNS logged it, it has logged a
+			// forward of the query before it, were there one.
+			marker := "marker." + c.zone
+			viaKubeDNS.query(t, "udp", marker, dns.TypeA)
+			poll.Eventually(t, 5*time.Second, marker+" reaches cluster DNS", func() (bool, string) {
+				n := asked(clusterDNS, marker)
+				return n == 1, fmt.Sprintf("asked %d times", n)
+			})
 			if n := asked(clusterDNS, c.name) - before; n != 1 {
 				t.Errorf("%s asked twice: cluster DNS was asked %d times, want once (the second answer from node-local's cache)", c.name, n)
 			}
