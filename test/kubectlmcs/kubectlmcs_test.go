@@ -590,10 +590,13 @@ func summary(rcode string, sections ...[]string) string {
 	return b.String()
 }
 
-// served reports whether the API server serves ServiceImports in any version.
+// served reports whether the API server serves ServiceImports in any
+// version. The group's versions stay served while another CRD of the group
+// (ServiceExport) is: the resource is looked for in their lists.
 func served(kube kubernetes.Interface) bool {
 	for _, v := range []string{"v1beta1", "v1alpha1"} {
-		if _, err := kube.Discovery().ServerResourcesForGroupVersion("multicluster.x-k8s.io/" + v); err == nil {
+		list, err := kube.Discovery().ServerResourcesForGroupVersion("multicluster.x-k8s.io/" + v)
+		if err == nil && slices.ContainsFunc(list.APIResources, func(r meta.APIResource) bool { return r.Name == "serviceimports" }) {
 			return true
 		}
 	}
