@@ -146,6 +146,13 @@ func TestWalkthrough(t *testing.T) {
 
 	// Step 5: withdrawals.
 	t.Run("delete the import policy", func(t *testing.T) {
+		claimed, err := kmd.Dynamic().Resource(serviceImportResource).Namespace(ns).Get(t.Context(), "serve", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if claimed.GetLabels()["propagationpolicy.karmada.io/permanent-id"] == "" {
+			t.Fatalf("ServiceImport serve in karmada-apiserver bears no permanent-id label of its policy: its release would not show (labels %v)", claimed.GetLabels())
+		}
 		deleted := time.Now()
 		deleteFromKarmada(t, karmada.PropagationPolicyResource, ns, "serve-import")
 		took := waitFor(t, within, "PropagationPolicy serve-import gone", func(ctx context.Context) (bool, string) {
