@@ -50,6 +50,9 @@ func soaSerial(t *testing.T, m *Multicluster) uint32 {
 // not converted again either.
 func TestRelistSkipsUnchanged(t *testing.T) {
 	m, _ := newTestPlugin(t, nil, fakeLocal{})
+	clock := &fakeSeconds{}
+	clock.set(time.Now().Unix())
+	m.index.serial.now = clock.now
 	http := mcsv1beta1.ServicePort{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}
 	items := []mcsv1beta1.ServiceImport{
 		badImport("a", "7", "ClusterSetIP", []string{"10.9.0.1"}, http),
@@ -75,7 +78,7 @@ func TestRelistSkipsUnchanged(t *testing.T) {
 	}
 	viewA, viewB := m.index.lookup("ns1", "a"), m.index.lookup("ns1", "b")
 	serial := soaSerial(t, m)
-	time.Sleep(1100 * time.Millisecond) // a serial of seconds would move now
+	clock.add(1) // a change now would move the serial
 
 	// The marker is changed in the relist so that its processing shows; it
 	// stays malformed, and out of the index.
@@ -313,8 +316,22 @@ func TestFollowsServedVersion(t *testing.T) {
 	if got := testutil.ToFloat64(gauge) - gaugeBefore; got != 2 {
 		t.Errorf("objects{kind=serviceimport} +%v, want +2: the v1alpha1 store left the gauge", got)
 	}
+	// A v1alpha1 informer still running would be refused again and again,
+	// its wait doubling from the watcher's retry. A probe refused on that
+	// schedule from now on shows the time its next refusals would take,
+	// however loaded the machine.
 	refused := alphaRefused.Load()
-	time.Sleep(200 * time.Millisecond) // twenty retries of a v1alpha1 informer still running
+	var probed atomic.Int32
+	probing, stopProbe := context.WithCancel(context.Background())
+	defer stopProbe()
+	go retryRefused(probing, w.retry, func(error) {}, func() (struct{}, error) {
+		probed.Add(1)
+		return struct{}{}, notFound
+	})
+	waitFor(t, 5*time.Second, "five refusals of a probe retrying as an informer does", func() (bool, string) {
+		n := probed.Load()
+		return n >= 5, fmt.Sprintf("%d refusals", n)
+	})
 	if n := alphaRefused.Load() - refused; n != 0 {
 		t.Errorf("v1alpha1 still listed or watched %d times after the switch", n)
 	}

@@ -85,14 +85,14 @@ func runInformer(tb testing.TB, list kruntime.Object, kind string, objType krunt
 	ctrl := newInformer(kind, lw, objType, convert, func(error) {}, time.Second, h, store)
 	ctx, cancel := context.WithCancel(context.Background())
 	go ctrl.RunWithContext(ctx)
-	deadline := time.Now().Add(60 * time.Second)
-	for !done() {
-		if time.Now().After(deadline) {
+	running := false
+	defer func() {
+		if !running {
 			cancel()
-			tb.Fatalf("%s informer not done after 60 s", kind)
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	}()
+	waitFor(tb, 60*time.Second, kind+" informer done", done)
+	running = true
 	return func() { runtime.KeepAlive(ctrl); cancel() }
 }
 

@@ -221,18 +221,6 @@ func TestWatchHealsAfterCRDReturns(t *testing.T) {
 	}
 }
 
-// waitFor polls cond every 5 ms for up to within.
-func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("within %s: %s", within, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // scriptedListWatch is a ServiceImport or EndpointSlice source the test
 // drives: List returns list(), and every Watch a new fake watcher, handed
 // over on watches.

@@ -1,8 +1,8 @@
 package multicluster
 
 import (
+	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -179,19 +179,23 @@ func TestSerialConcurrent(t *testing.T) {
 	// The clock moves a second at a time, each once the changing and
 	// handing-out goroutines have brought the serial to the second before.
 	deadline := time.Now().Add(time.Minute)
-	for range 20 {
-		clock.add(1)
-		for c.Load() != uint32(clock.now()) {
-			if time.Now().After(deadline) {
-				close(stop)
-				wg.Wait()
-				t.Fatalf("the serial stayed %d with the clock at %d", c.Load(), clock.now())
-			}
-			runtime.Gosched()
+	halted := false
+	halt := func() {
+		if !halted {
+			halted = true
+			close(stop)
+			wg.Wait()
 		}
 	}
-	close(stop)
-	wg.Wait()
+	defer halt()
+	for range 20 {
+		clock.add(1)
+		waitFor(t, time.Until(deadline), "the serial at the clock", func() (bool, string) {
+			s, now := c.Load(), clock.now()
+			return s == uint32(now), fmt.Sprintf("serial %d with the clock at %d", s, now)
+		})
+	}
+	halt()
 	if got := c.Load(); int64(got) > clock.now() {
 		t.Errorf("serial %d ahead of the clock %d", got, clock.now())
 	}

@@ -3,8 +3,11 @@ package multicluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,8 +22,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	clientdiscovery "k8s.io/client-go/discovery"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
@@ -89,19 +94,7 @@ func TestInformersListThenWatch(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the informer neither listed nor streamed in 10 s")
 	}
-	eventually(t, "the informer to sync", ctrl.HasSynced)
-}
-
-// eventually polls cond for up to 5 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitFor(t, 5*time.Second, "the informer to sync", ctrl.HasSynced)
 }
 
 func serviceImport(ns, name string, ips ...string) *mcsv1beta1.ServiceImport {
@@ -131,7 +124,7 @@ func TestWatchImportLifecycle(t *testing.T) {
 	if _, err := imports.Create(ctx, serviceImport("ns1", "web", "10.42.0.1"), meta.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the import to appear", func() bool {
+	waitFor(t, 5*time.Second, "the import to appear", func() bool {
 		v := m.index.lookup("ns1", "web")
 		return v != nil && len(v.ipv4) == 1 && v.ipv4[0].String() == "10.42.0.1"
 	})
@@ -143,7 +136,7 @@ func TestWatchImportLifecycle(t *testing.T) {
 	if _, err := imports.Update(ctx, serviceImport("ns1", "web", "10.42.0.9", "fd00::9"), meta.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the new IPs", func() bool {
+	waitFor(t, 5*time.Second, "the new IPs", func() bool {
 		v := m.index.lookup("ns1", "web")
 		got := ipsOf(v)
 		return len(got) == 2 && got[0] == "10.42.0.9" && got[1] == "fd00::9"
@@ -152,7 +145,7 @@ func TestWatchImportLifecycle(t *testing.T) {
 	if err := imports.Delete(ctx, "web", meta.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the import to go", func() bool { return m.index.lookup("ns1", "web") == nil })
+	waitFor(t, 5*time.Second, "the import to go", func() bool { return m.index.lookup("ns1", "web") == nil })
 	if m.index.hasNamespace("ns1") {
 		t.Errorf("namespace ns1 still known after its only import went")
 	}
@@ -172,7 +165,7 @@ func TestWatchSkipsMalformedParts(t *testing.T) {
 	if _, err := mcs.MulticlusterV1beta1().ServiceImports("ns1").Create(ctx, bad, meta.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the import", func() bool { return m.index.lookup("ns1", "odd") != nil })
+	waitFor(t, 5*time.Second, "the import", func() bool { return m.index.lookup("ns1", "odd") != nil })
 	v := m.index.lookup("ns1", "odd")
 	if got := ipsOf(v); !slices.Equal(got, []string{"10.1.1.1", "10.1.1.2", "fd00::1"}) {
 		t.Errorf("IPs %v, want [10.1.1.1 10.1.1.2 fd00::1]", got)
@@ -188,14 +181,15 @@ func TestWatchSkipsMalformedParts(t *testing.T) {
 func TestWatchNamespaces(t *testing.T) {
 	m, _, mcs := startFakeWatcher(t, "shop")
 	ctx := context.Background()
-	for _, ns := range []string{"shop", "other"} {
+	// The import in other is created first. Were all namespaces watched,
+	// its event would come before shop's on the same watch: once the import
+	// in shop is indexed, the one in other would have been.
+	for _, ns := range []string{"other", "shop"} {
 		if _, err := mcs.MulticlusterV1beta1().ServiceImports(ns).Create(ctx, serviceImport(ns, "web", "10.42.0.1"), meta.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "the import in shop", func() bool { return m.index.lookup("shop", "web") != nil })
-	// Give the other namespace's event every chance to arrive before checking it did not.
-	time.Sleep(100 * time.Millisecond)
+	waitFor(t, 5*time.Second, "the import in shop", func() bool { return m.index.lookup("shop", "web") != nil })
 	if m.index.lookup("other", "web") != nil {
 		t.Errorf("import outside the namespaces option was indexed")
 	}
@@ -208,14 +202,14 @@ func TestWatchLocalServices(t *testing.T) {
 	if _, err := kube.CoreV1().Services("ns1").Create(ctx, svc, meta.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the local Service", func() bool { return m.local.service("ns1", "web") != nil })
+	waitFor(t, 5*time.Second, "the local Service", func() bool { return m.local.service("ns1", "web") != nil })
 	if v4, _ := clusterIPs(m.local.service("ns1", "web")); len(v4) != 1 || v4[0].String() != "10.96.0.10" {
 		t.Errorf("local Service ClusterIPs %v, want [10.96.0.10]", v4)
 	}
 	if err := kube.CoreV1().Services("ns1").Delete(ctx, "web", meta.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the local Service to go", func() bool { return m.local.service("ns1", "web") == nil })
+	waitFor(t, 5*time.Second, "the local Service to go", func() bool { return m.local.service("ns1", "web") == nil })
 }
 
 func TestWatchHeadlessSlices(t *testing.T) {
@@ -240,7 +234,7 @@ func TestWatchHeadlessSlices(t *testing.T) {
 	if _, err := kube.DiscoveryV1().EndpointSlices("ns1").Create(ctx, slice, meta.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "two ready endpoints", func() bool {
+	waitFor(t, 5*time.Second, "two ready endpoints", func() bool {
 		v := m.index.lookup("ns1", "db")
 		return v != nil && len(endpointsOf(v)) == 2
 	})
@@ -254,7 +248,7 @@ func TestWatchHeadlessSlices(t *testing.T) {
 	if err := kube.DiscoveryV1().EndpointSlices("ns1").Delete(ctx, "db-east", meta.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "no endpoints", func() bool { v := m.index.lookup("ns1", "db"); return v != nil && len(endpointsOf(v)) == 0 })
+	waitFor(t, 5*time.Second, "no endpoints", func() bool { v := m.index.lookup("ns1", "db"); return v != nil && len(endpointsOf(v)) == 0 })
 }
 
 func TestWatchDegradedUntilCRD(t *testing.T) {
@@ -265,7 +259,7 @@ func TestWatchDegradedUntilCRD(t *testing.T) {
 	synced := make(chan struct{})
 	w.start(func() { m.synced.Store(true); close(synced) })
 	t.Cleanup(w.stop)
-	eventually(t, "the degraded state", func() bool { return m.degraded.Load() != nil })
+	waitFor(t, 5*time.Second, "the degraded state", func() bool { return m.degraded.Load() != nil })
 	if !m.Ready() {
 		t.Errorf("degraded plugin not ready")
 	}
@@ -280,12 +274,12 @@ func TestObjectsGauge(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, "two imports counted", func() bool { return testutil.ToFloat64(gauge) == before+2 })
+	waitFor(t, 5*time.Second, "two imports counted", func() bool { return testutil.ToFloat64(gauge) == before+2 })
 	// An update is no new object.
 	if _, err := mcs.MulticlusterV1beta1().ServiceImports("ns1").Update(context.Background(), serviceImport("ns1", "a", "10.0.0.2"), meta.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the update", func() bool { v := m.index.lookup("ns1", "a"); return v != nil && v.ipv4[0].String() == "10.0.0.2" })
+	waitFor(t, 5*time.Second, "the update", func() bool { v := m.index.lookup("ns1", "a"); return v != nil && v.ipv4[0].String() == "10.0.0.2" })
 	if got := testutil.ToFloat64(gauge); got != before+2 {
 		t.Errorf("after an update the gauge says %v, want %v", got, before+2)
 	}
@@ -311,7 +305,7 @@ func TestWatchPerClusterCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the copy counted", func() bool { return testutil.ToFloat64(copies)-copiesBefore == 1 })
+	waitFor(t, 5*time.Second, "the copy counted", func() bool { return testutil.ToFloat64(copies)-copiesBefore == 1 })
 	created.Spec.IPs = []string{"10.42.0.2"}
 	created.ResourceVersion = "2"
 	if _, err := mcs.MulticlusterV1beta1().ServiceImports(si.Namespace).Update(ctx, created, meta.UpdateOptions{}); err != nil {
@@ -322,7 +316,7 @@ func TestWatchPerClusterCopies(t *testing.T) {
 	if _, err := mcs.MulticlusterV1beta1().ServiceImports("shop").Create(ctx, serviceImport("shop", "web", "10.42.0.3"), meta.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the real import", func() bool { return m.index.lookup("shop", "web") != nil })
+	waitFor(t, 5*time.Second, "the real import", func() bool { return m.index.lookup("shop", "web") != nil })
 	if got := testutil.ToFloat64(imports) - importsBefore; got != 1 {
 		t.Errorf("serviceimport objects +%v, want +1 (the copy is counted apart)", got)
 	}
@@ -335,7 +329,7 @@ func TestWatchPerClusterCopies(t *testing.T) {
 	if err := mcs.MulticlusterV1beta1().ServiceImports(si.Namespace).Delete(ctx, si.Name, meta.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the copy uncounted", func() bool { return testutil.ToFloat64(copies) == copiesBefore })
+	waitFor(t, 5*time.Second, "the copy uncounted", func() bool { return testutil.ToFloat64(copies) == copiesBefore })
 }
 
 // TestWatchDerivedService: without a kubernetes plugin the plugin's own
@@ -356,13 +350,13 @@ func TestWatchDerivedService(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := test.Case{Qname: "cart.shop.svc.clusterset.local.", Qtype: dns.TypeA, Answer: []dns.RR{test.A("cart.shop.svc.clusterset.local. 5 IN A 10.96.4.4")}}
-	eventually(t, "the derived Service to answer", func() bool { return answers(m, a) == nil })
+	waitFor(t, 5*time.Second, "the derived Service to answer", func() bool { return answers(m, a) == nil })
 	checkCase(t, m, test.Case{Qname: "4.4.96.10.in-addr.arpa.", Qtype: dns.TypePTR, Answer: []dns.RR{test.PTR("4.4.96.10.in-addr.arpa. 5 IN PTR cart.shop.svc.clusterset.local.")}})
 	if err := kube.CoreV1().Services("shop").Delete(ctx, derived.Name, meta.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	nodata := test.Case{Qname: "cart.shop.svc.clusterset.local.", Qtype: dns.TypeA, Ns: []dns.RR{pendingSOAOf("clusterset.local.")}}
-	eventually(t, "NODATA once the derived Service is gone", func() bool { return answers(m, nodata) == nil })
+	waitFor(t, 5*time.Second, "NODATA once the derived Service is gone", func() bool { return answers(m, nodata) == nil })
 }
 
 // answers returns what test.SortAndCheck says of m's reply to tc.
@@ -416,19 +410,19 @@ func TestWatchClusterID(t *testing.T) {
 	if _, err := props.Create(ctx, property(clusterIDProperty, "East"), meta.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the id to be read", func() bool { return m.sources.localCluster() == "east" })
+	waitFor(t, 5*time.Second, "the id to be read", func() bool { return m.sources.localCluster() == "east" })
 	if _, err := props.Update(ctx, property(clusterIDProperty, "not_an_id"), meta.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "a malformed id to count as none", func() bool { return m.sources.localCluster() == "" })
+	waitFor(t, 5*time.Second, "a malformed id to count as none", func() bool { return m.sources.localCluster() == "" })
 	if _, err := props.Update(ctx, property(clusterIDProperty, "west.prod"), meta.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the id to change", func() bool { return m.sources.localCluster() == "west.prod" })
+	waitFor(t, 5*time.Second, "the id to change", func() bool { return m.sources.localCluster() == "west.prod" })
 	if err := props.Delete(ctx, clusterIDProperty, meta.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the id to go", func() bool { return m.sources.localCluster() == "" })
+	waitFor(t, 5*time.Second, "the id to go", func() bool { return m.sources.localCluster() == "" })
 	if m.degraded.Load() != nil {
 		t.Errorf("degraded: %s", m.degraded.Load().message)
 	}
@@ -437,7 +431,8 @@ func TestWatchClusterID(t *testing.T) {
 // TestWatchClusterIDNotInstalled: without the ClusterProperty API nothing
 // degrades, and the id stays unknown.
 func TestWatchClusterIDNotInstalled(t *testing.T) {
-	kube, mcs := fakeClients()
+	fake, mcs := fakeClients()
+	kube := &countedLooks{Interface: fake, group: aboutGroup}
 	dyn := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
 	m, _ := newTestPlugin(t, nil, fakeLocal{})
 	m.synced.Store(false)
@@ -451,8 +446,45 @@ func TestWatchClusterIDNotInstalled(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("informers did not sync")
 	}
-	time.Sleep(100 * time.Millisecond) // several looks for the API
+	// Each look asks discovery for v1beta1 and v1alpha1.
+	waitFor(t, 5*time.Second, "four looks for the ClusterProperty API", func() (bool, string) {
+		n := kube.looks.Load()
+		return n >= 8, fmt.Sprintf("%d versions looked up", n)
+	})
 	if m.degraded.Load() != nil || m.sources.localCluster() != "" || !m.Ready() {
 		t.Errorf("degraded %v, local cluster %q, ready %v", m.degraded.Load(), m.sources.localCluster(), m.Ready())
 	}
+}
+
+// countedLooks is a clientset whose discovery counts the look-ups of the
+// versions of group.
+type countedLooks struct {
+	kubernetes.Interface
+	group string
+	looks atomic.Int32
+}
+
+func (k *countedLooks) Discovery() clientdiscovery.DiscoveryInterfaces {
+	return countingDiscovery{k.Interface.Discovery(), k}
+}
+
+type countingDiscovery struct {
+	clientdiscovery.DiscoveryInterfaces
+	k *countedLooks
+}
+
+func (d countingDiscovery) count(groupVersion string) {
+	if strings.HasPrefix(groupVersion, d.k.group+"/") {
+		d.k.looks.Add(1)
+	}
+}
+
+func (d countingDiscovery) ServerResourcesForGroupVersion(groupVersion string) (*meta.APIResourceList, error) {
+	d.count(groupVersion)
+	return d.DiscoveryInterfaces.ServerResourcesForGroupVersion(groupVersion)
+}
+
+func (d countingDiscovery) ServerResourcesForGroupVersionWithContext(ctx context.Context, groupVersion string) (*meta.APIResourceList, error) {
+	d.count(groupVersion)
+	return d.DiscoveryInterfaces.ServerResourcesForGroupVersionWithContext(ctx, groupVersion)
 }

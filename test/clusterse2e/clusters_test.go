@@ -27,6 +27,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/node"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
 
@@ -182,17 +183,11 @@ patches:
 	if err := os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(kustomization), 0o644); err != nil {
 		w.t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	// The first tries may fail: the CRDs are not established yet.
+	poll.Eventually(w.t, 30*time.Second, "coredns-mcs installed in "+memberName(i), func() (bool, string) {
 		_, err := m.Kubectl(w.ctx, dir, "apply", "--server-side", "-k", ".")
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("install coredns-mcs in %s: %v", memberName(i), err)
-		}
-		time.Sleep(time.Second) // CRDs not established yet
-	}
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 // apply applies YAML to member i.
@@ -218,20 +213,19 @@ func (w *world) waitAvailable(m *node.Node, namespace, name string) {
 	w.t.Helper()
 	ctx, cancel := context.WithTimeout(w.ctx, 2*time.Minute)
 	defer cancel()
-	for {
+	err := poll.Until(ctx, fmt.Sprintf("%s: Deployment %s/%s available", m.Layout.Name, namespace, name), func() (bool, string) {
 		d, err := m.Client.AppsV1().Deployments(namespace).Get(ctx, name, metav1.GetOptions{})
-		if err == nil && d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == *d.Spec.Replicas &&
-			d.Status.AvailableReplicas == *d.Spec.Replicas && d.Status.Replicas == *d.Spec.Replicas {
-			return
+		if err != nil {
+			return false, err.Error()
 		}
-		select {
-		case <-ctx.Done():
-			pods, _ := m.Kubectl(w.ctx, "", "-n", namespace, "get", "pods", "-o", "wide")
-			logs, _ := m.Kubectl(w.ctx, "", "-n", namespace, "logs", "deployment/"+name, "--tail=30")
-			events, _ := m.Kubectl(w.ctx, "", "-n", namespace, "get", "events")
-			w.t.Fatalf("%s: Deployment %s/%s not available: %v (%+v)\npods:\n%s\nlog:\n%s\nevents:\n%s", m.Layout.Name, namespace, name, err, deploymentStatus(d), pods, logs, events)
-		case <-time.After(200 * time.Millisecond):
-		}
+		return d.Status.ObservedGeneration >= d.Generation && d.Status.UpdatedReplicas == *d.Spec.Replicas &&
+			d.Status.AvailableReplicas == *d.Spec.Replicas && d.Status.Replicas == *d.Spec.Replicas, fmt.Sprintf("%+v", deploymentStatus(d))
+	})
+	if err != nil {
+		pods, _ := m.Kubectl(w.ctx, "", "-n", namespace, "get", "pods", "-o", "wide")
+		logs, _ := m.Kubectl(w.ctx, "", "-n", namespace, "logs", "deployment/"+name, "--tail=30")
+		events, _ := m.Kubectl(w.ctx, "", "-n", namespace, "get", "events")
+		w.t.Fatalf("%v\npods:\n%s\nlog:\n%s\nevents:\n%s", err, pods, logs, events)
 	}
 }
 
@@ -314,19 +308,15 @@ func (w *world) get(i int, name string) (string, error) {
 // returns that body.
 func (w *world) expectGet(i int, name string, want int) string {
 	w.t.Helper()
-	deadline := time.Now().Add(time.Minute)
 	suffix := " on " + w.members[want].Layout.Name
-	for {
-		body, err := w.get(i, name)
-		if err == nil && strings.HasSuffix(body, suffix) && strings.HasPrefix(body, "serve-") {
-			w.t.Logf("%s: wget -qO- http://%s -> %q", memberName(i), name, body)
-			return body
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("%s: wget http://%s: %q, %v; want a page from serve in %s", memberName(i), name, body, err, memberName(want))
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	var body string
+	poll.Eventually(w.t, time.Minute, fmt.Sprintf("%s: wget http://%s answers a page from serve in %s", memberName(i), name, memberName(want)), func() (bool, string) {
+		var err error
+		body, err = w.get(i, name)
+		return err == nil && strings.HasSuffix(body, suffix) && strings.HasPrefix(body, "serve-"), fmt.Sprintf("%q, %v", body, err)
+	})
+	w.t.Logf("%s: wget -qO- http://%s -> %q", memberName(i), name, body)
+	return body
 }
 
 // servicePorts are those of serve as an import lists them.

@@ -4,6 +4,7 @@ package clusterse2e
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/karmada"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
 
@@ -137,16 +139,10 @@ func TestKarmada(t *testing.T) {
 // available.
 func (w *world) waitDeployment(i int, name string) {
 	w.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if _, err := w.members[i].Client.AppsV1().Deployments("default").Get(w.ctx, name, metav1.GetOptions{}); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("%s: no Deployment %s", memberName(i), name)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+	poll.Eventually(w.t, time.Minute, memberName(i)+": Deployment "+name, func() (bool, string) {
+		_, err := w.members[i].Client.AppsV1().Deployments("default").Get(w.ctx, name, metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
 	w.waitAvailable(w.members[i], "default", name)
 }
 
@@ -154,32 +150,24 @@ func (w *world) waitDeployment(i int, name string) {
 // returns the address.
 func (w *world) waitService(i int, name string) string {
 	w.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	var ip string
+	poll.Eventually(w.t, time.Minute, memberName(i)+": Service "+name+" with a ClusterIP", func() (bool, string) {
 		s, err := w.members[i].Client.CoreV1().Services("default").Get(w.ctx, name, metav1.GetOptions{})
-		if err == nil && s.Spec.ClusterIP != "" {
-			w.t.Logf("%s: Service %s, ClusterIP %s", memberName(i), name, s.Spec.ClusterIP)
-			return s.Spec.ClusterIP
+		if err != nil {
+			return false, err.Error()
 		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("%s: no Service %s: %v", memberName(i), name, err)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		ip = s.Spec.ClusterIP
+		return ip != "", "no ClusterIP"
+	})
+	w.t.Logf("%s: Service %s, ClusterIP %s", memberName(i), name, ip)
+	return ip
 }
 
 // waitNoService waits until member i has no Service name.
 func (w *world) waitNoService(i int, name string) {
 	w.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	poll.Eventually(w.t, time.Minute, memberName(i)+": Service "+name+" gone", func() (bool, string) {
 		_, err := w.members[i].Client.CoreV1().Services("default").Get(w.ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("%s: Service %s still there", memberName(i), name)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		return err != nil, "still there"
+	})
 }

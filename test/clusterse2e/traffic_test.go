@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/node"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/process"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
@@ -107,18 +108,11 @@ func TestTraffic(t *testing.T) {
 // its TTL).
 func (w *world) expectDig(i int, name, ip string) {
 	w.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	poll.Eventually(w.t, time.Minute, fmt.Sprintf("%s: dig %s answers %s", memberName(i), name, ip), func() (bool, string) {
 		out, err := w.members[i].Kubectl(w.ctx, "", "exec", "client", "--", "dig", "+short", "+search", name)
-		if err == nil && strings.TrimSpace(out) == ip {
-			w.t.Logf("%s: dig +short +search %s -> %s", memberName(i), name, ip)
-			return
-		}
-		if time.Now().After(deadline) {
-			w.t.Fatalf("%s: dig %s: %q, %v; want %s", memberName(i), name, out, err, ip)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return err == nil && strings.TrimSpace(out) == ip, fmt.Sprintf("%q, %v", out, err)
+	})
+	w.t.Logf("%s: dig +short +search %s -> %s", memberName(i), name, ip)
 }
 
 // mcsAPI runs the mcs-api reference controller (the mcs set of
@@ -175,20 +169,19 @@ spec:
 	}
 	// The controller names the derived Service in the import's annotation.
 	var derived *corev1.Service
-	deadline := time.Now().Add(time.Minute)
-	for derived == nil {
-		out, _ := m.Kubectl(w.ctx, "", "get", "serviceimports.v1beta1.multicluster.x-k8s.io", "serve", "-o", "jsonpath={.metadata.annotations.multicluster\\.kubernetes\\.io/derived-service}")
-		if name := strings.TrimSpace(out); name != "" {
-			if s, err := m.Client.CoreV1().Services("default").Get(w.ctx, name, metav1.GetOptions{}); err == nil && s.Spec.ClusterIP != "" {
-				derived = s
-				break
-			}
+	poll.Eventually(t, time.Minute, "a derived Service of the mcs-api controller, with a ClusterIP", func() (bool, string) {
+		out, err := m.Kubectl(w.ctx, "", "get", "serviceimports.v1beta1.multicluster.x-k8s.io", "serve", "-o", "jsonpath={.metadata.annotations.multicluster\\.kubernetes\\.io/derived-service}")
+		name := strings.TrimSpace(out)
+		if name == "" {
+			return false, fmt.Sprintf("no derived-service annotation (%v)", err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the mcs-api controller made no derived Service")
+		s, err := m.Client.CoreV1().Services("default").Get(w.ctx, name, metav1.GetOptions{})
+		if err != nil || s.Spec.ClusterIP == "" {
+			return false, fmt.Sprintf("Service %s: %v", name, err)
 		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		derived = s
+		return true, ""
+	})
 	t.Logf("member2: the mcs-api controller derived Service %s, ClusterIP %s", derived.Name, derived.Spec.ClusterIP)
 	w.expectDig(1, "serve.default.svc.cluster.local", derived.Spec.ClusterIP)
 	w.expectGet(1, "serve.default.svc.cluster.local", 0)
@@ -279,18 +272,13 @@ func (w *world) calls(i int, pod string) []call {
 // with bodies ending in suffix.
 func (w *world) waitLog(i int, pod, suffix string, n int) {
 	w.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	poll.Eventually(w.t, time.Minute, fmt.Sprintf("%s: the last %d calls of %s ending in %q", memberName(i), n, pod, suffix), func() (bool, string) {
 		calls := w.calls(i, pod)
 		if len(calls) >= n && !slices.ContainsFunc(calls[len(calls)-n:], func(c call) bool { return !strings.HasSuffix(c.body, suffix) }) {
-			return
+			return true, ""
 		}
-		if time.Now().After(deadline) {
-			tail := calls[max(0, len(calls)-10):]
-			w.t.Fatalf("%s: %s's calls never ended in %q; last: %+v", memberName(i), pod, suffix, tail)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return false, fmt.Sprintf("calls %+v", calls[max(0, len(calls)-10):])
+	})
 }
 
 // switchover is what the calls show after a change at `from`: the last

@@ -33,6 +33,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/dockerd"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // Images the tests build from this machine's files and load into the
@@ -192,16 +193,10 @@ func runAndQuery(t *testing.T, ctx context.Context, e *dockerd.Engine, image str
 		_, _ = e.Docker(context.Background(), nil, "rm", "-f", name)
 	}()
 	for _, network := range []string{"udp", "tcp"} {
-		var err error
-		for range 50 {
-			if err = queryWhoami(ctx, e, network); err == nil {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		if err != nil {
-			t.Errorf("coredns in the container does not answer over %s on port 53: %v", network, err)
-		}
+		poll.Eventually(t, 20*time.Second, "coredns in the container answers over "+network+" on port 53", func() (bool, string) {
+			err := queryWhoami(ctx, e, network)
+			return err == nil, fmt.Sprint(err)
+		})
 	}
 	return version
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // kubectl runs the preinstalled kubectl (with its built-in kustomize)
@@ -156,17 +157,10 @@ func TestKustomizationsRender(t *testing.T) {
 // shortly after it starts.
 func waitNamespace(t *testing.T, kube kubernetes.Interface, name string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Eventually(t, 30*time.Second, "namespace "+name, func() (bool, string) {
 		_, err := kube.CoreV1().Namespaces().Get(t.Context(), name, metav1.GetOptions{})
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("namespace %s: %v", name, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 // TestInstallManifests applies manifests/install to a cluster without CoreDNS,

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // shippedCorefile returns data.Corefile of the ConfigMap in manifests.
@@ -126,18 +128,14 @@ func startCoreDNS(t *testing.T, kubeconfig string, withKubernetes bool) *server 
 // exits.
 func (s *server) waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
+	poll.Eventually(t, timeout, what, func() (bool, string) {
 		select {
 		case <-s.exited:
 			t.Fatalf("coredns exited while waiting for %s:\n%s", what, s.log.String())
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after %s", what, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return cond(), "not yet"
+	})
 }
 
 func (s *server) get(path string) (int, string) {
@@ -174,6 +172,23 @@ func (s *server) metric(series string) string {
 		}
 	}
 	return ""
+}
+
+// refusals is how many requests to the API server were answered 403
+// Forbidden (coredns_kubernetes_rest_client_requests_total, which counts
+// every client-go request of the process).
+func (s *server) refusals() float64 {
+	_, body := s.get("/metrics")
+	n := 0.0
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, `coredns_kubernetes_rest_client_requests_total{code="403"`) {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+			n += v
+		}
+	}
+	return n
 }
 
 // query asks over UDP; a timeout is an error.
@@ -238,22 +253,15 @@ var serviceAccountUser = authorizationv1.SubjectAccessReviewSpec{
 // may not) do verb on resource: role edits take effect asynchronously.
 func waitAllowed(ctx context.Context, t *testing.T, kube kubernetes.Interface, group, resource, verb string, want bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Eventually(t, 10*time.Second, fmt.Sprintf("%s %s.%s allowed %v", verb, resource, group, want), func() (bool, string) {
 		spec := serviceAccountUser
 		spec.ResourceAttributes = &authorizationv1.ResourceAttributes{Group: group, Resource: resource, Verb: verb}
 		r, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: spec}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Status.Allowed == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s %s.%s: allowed %v after 10s, want %v", verb, resource, group, r.Status.Allowed, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return r.Status.Allowed == want, fmt.Sprintf("allowed %v", r.Status.Allowed)
+	})
 }
 
 // TestShippedCorefileAndRBAC runs build/coredns with the Corefile of
@@ -373,10 +381,11 @@ func testShippedCorefileAndRBAC(t *testing.T, cp *controlplane.ControlPlane) {
 		s.waitFor(t, 10*time.Second, "coredns_multicluster_degraded 1 for "+reason, func() bool {
 			return s.metric(`coredns_multicluster_degraded{reason="`+reason+`"}`) == "1"
 		})
-		// Poll for a while, not once: a degraded state that cleared between
-		// retries (as a successful list without watch once did) would let
-		// queries through.
-		for range 10 {
+		// Not once, but until the plugin retried and was refused again: a
+		// degraded state that cleared between retries (as a successful list
+		// without watch once did) would let queries through.
+		refused := s.refusals()
+		poll.Eventually(t, 30*time.Second, "another refused request, "+clusterset+" answering SERVFAIL all along", func() (bool, string) {
 			r, err := s.query(clusterset, dns.TypeA)
 			if err != nil {
 				t.Fatal(err)
@@ -384,8 +393,9 @@ func testShippedCorefileAndRBAC(t *testing.T, cp *controlplane.ControlPlane) {
 			if r.Rcode != dns.RcodeServerFailure {
 				t.Fatalf("%s: rcode %s, want SERVFAIL while degraded:\n%s", clusterset, dns.RcodeToString[r.Rcode], r)
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			n := s.refusals()
+			return n > refused, fmt.Sprintf("%v refused requests, %v before", n, refused)
+		})
 		if code, body := s.get("/ready"); code != http.StatusOK {
 			t.Errorf("/ready = %d %s while degraded, want 200: a degraded plugin must not take cluster DNS down", code, body)
 		}

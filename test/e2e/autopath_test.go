@@ -14,6 +14,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // corefileAutopath is the kube-system Corefile with metrics
@@ -106,7 +107,7 @@ func TestAutopath(t *testing.T) {
 	// expands anything: until then "local-svc.CLIENT" is not expanded.
 	localShort := "local-svc." + client + "." + search
 	for _, s := range []*server{with, without} {
-		eventually(t, 5*time.Second, "autopath expands names for the pod at 127.0.0.1", func() (bool, string) {
+		poll.Eventually(t, 5*time.Second, "autopath expands names for the pod at 127.0.0.1", func() (bool, string) {
 			r := s.query(t, "udp", localShort, dns.TypeA)
 			return r.Rcode == dns.RcodeSuccess, r.String()
 		})
@@ -132,7 +133,7 @@ func TestAutopath(t *testing.T) {
 	// after writing it (autopath.go in CoreDNS v1.15.0: WriteMsg, then
 	// autoPathCount.Add), so the last count may come just after the reply.
 	var got float64
-	eventually(t, 5*time.Second, "autopath counts the eight answers", func() (bool, string) {
+	poll.Eventually(t, 5*time.Second, "autopath counts the eight answers", func() (bool, string) {
 		got = metricSum(t, metrics, "coredns_autopath_success_total") - successes
 		return got >= 8, fmt.Sprintf("grew by %v", got)
 	})

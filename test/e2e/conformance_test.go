@@ -13,6 +13,8 @@ import (
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // TestConformance walks the Multicluster DNS specification of KEP-1645
@@ -213,7 +215,7 @@ func TestLargeHeadless(t *testing.T) {
 		createSlice(t, ns, "big", fmt.Sprintf("cluster-%d", i%2), fmt.Sprintf("big-%d", i), discovery.AddressTypeIPv4, eps...)
 	}
 	name := "big." + ns + ".svc.clusterset.local."
-	eventually(t, propagation, "500 addresses over TCP", func() (bool, string) {
+	poll.Eventually(t, propagation, "500 addresses over TCP", func() (bool, string) {
 		n := len(addresses(s.query(t, "tcp", name, dns.TypeA)))
 		return n == len(all), fmt.Sprint(n)
 	})

@@ -15,6 +15,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // ServiceImports the API server accepted but Go's decoding of the mcs-api
@@ -170,7 +171,7 @@ func createImportWithStringPort(t *testing.T, dyn dynamic.Interface, ns, name, i
 
 func expectMalformedImports(t *testing.T, s resilientServer, want float64) {
 	t.Helper()
-	eventually(t, propagation, fmt.Sprintf("malformed ServiceImports counted %v", want), func() (bool, string) {
+	poll.Eventually(t, propagation, fmt.Sprintf("malformed ServiceImports counted %v", want), func() (bool, string) {
 		got := s.metric(t, "coredns_multicluster_malformed_objects_total", `kind="serviceimport"`)
 		return got == want, fmt.Sprint(got)
 	})

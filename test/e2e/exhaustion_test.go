@@ -16,6 +16,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // Rows of TestHostileObjects with objects at the API server's own limits:
@@ -157,7 +158,7 @@ func (s *trustSuite) freshServer(t *testing.T) resilientServer {
 		server:  startServer(t, trustCorefile(port, "127.0.0.1:9", false), false),
 		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port),
 	}
-	eventually(t, 30*time.Second, "a fresh server's /ready 200", func() (bool, string) { return fresh.isReady(), "not ready" })
+	poll.Eventually(t, 30*time.Second, "a fresh server's /ready 200", func() (bool, string) { return fresh.isReady(), "not ready" })
 	expectAddresses(t, fresh.server, "checkout."+s.victim+".svc.clusterset.local.", dns.TypeA, propagation, victimVIP)
 	return fresh
 }

@@ -21,6 +21,7 @@ import (
 	mcsfront "github.com/coredns-mcs/coredns-mcs/internal/front"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/cresolve"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // A shippedFront is a platform's cluster DNS as it ships: stock CoreDNS at
@@ -177,7 +178,7 @@ func TestFrontAtShippedVersions(t *testing.T) {
 					return true, ""
 				}
 			}
-			harness.Eventually(t, time.Minute, 50*time.Millisecond, "each client's first round", rounds(1))
+			poll.Eventually(t, time.Minute, "each client's first round", rounds(1))
 
 			var phases []frontPhase
 			begin := func(name string) {
@@ -192,7 +193,7 @@ func TestFrontAtShippedVersions(t *testing.T) {
 			hold := func(d time.Duration) {
 				t.Helper()
 				start := phases[len(phases)-1].start
-				harness.Eventually(t, d+2*time.Minute, 100*time.Millisecond, phases[len(phases)-1].name+": lookups of every client for "+d.String(), func() (bool, string) {
+				poll.Eventually(t, d+2*time.Minute, phases[len(phases)-1].name+": lookups of every client for "+d.String(), func() (bool, string) {
 					if now := cresolve.Now(); now < start+d.Seconds() {
 						return false, fmt.Sprintf("%.1fs of %s", now-start, d)
 					}

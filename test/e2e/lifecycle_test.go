@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,13 +117,13 @@ func TestFollowsCRDVersion(t *testing.T) {
 	expectAddresses(t, s.server, before, dns.TypeA, propagation, "10.42.11.1")
 	expectAddresses(t, s.server, "after."+ns+".svc.cluster.local.", dns.TypeA, propagation, "10.42.11.2")
 	expectLoggedOnce(t, s.server, "ServiceImports multicluster.x-k8s.io/v1alpha1 are no longer served: watching multicluster.x-k8s.io/v1beta1")
-	eventually(t, 5*time.Second, "degraded{reason=crd} 0", func() (bool, string) {
+	poll.Eventually(t, 5*time.Second, "degraded{reason=crd} 0", func() (bool, string) {
 		got := s.metric(t, "coredns_multicluster_degraded", `reason="crd"`)
 		return got == 0, fmt.Sprint(got)
 	})
 	// The v1alpha1 cache leaves the gauge once v1beta1 has synced, a moment
 	// after the first answer from v1beta1.
-	eventually(t, 5*time.Second, "objects{kind=serviceimport} 2", func() (bool, string) {
+	poll.Eventually(t, 5*time.Second, "objects{kind=serviceimport} 2", func() (bool, string) {
 		got := s.metric(t, "coredns_multicluster_objects", `kind="serviceimport"`)
 		return got == 2, fmt.Sprint(got)
 	})

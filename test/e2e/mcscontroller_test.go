@@ -16,6 +16,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/corefiles"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
 
@@ -89,7 +90,7 @@ func TestMCSAPIController(t *testing.T) {
 	// Wait for what the controller writes, so that the test shows what it
 	// wrote, not what it was assumed to write.
 	var derivedName, clusterIP string
-	eventually(t, 30*time.Second, "the controller to fill in spec.ips", func() (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the controller to fill in spec.ips", func() (bool, string) {
 		si, err := imports.Get(ctx, "web", meta.GetOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -132,7 +133,7 @@ func TestMCSAPIController(t *testing.T) {
 	if _, err := imports.Update(ctx, si, meta.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, propagation, "spec.ips to be empty", func() (bool, string) {
+	poll.Eventually(t, propagation, "spec.ips to be empty", func() (bool, string) {
 		si, err := imports.Get(ctx, "web", meta.GetOptions{})
 		return err == nil && len(si.Spec.IPs) == 0, fmt.Sprint(si.Spec.IPs, err)
 	})
@@ -142,7 +143,7 @@ func TestMCSAPIController(t *testing.T) {
 	// The controller ignores headless imports (shouldIgnoreImport), but
 	// relabels every multicluster slice for its derived Service
 	// (controllers/endpointslice.go): the headless import answers on.
-	eventually(t, 10*time.Second, "the controller to label the headless slices", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "the controller to label the headless slices", func() (bool, string) {
 		es, err := own.kube.DiscoveryV1().EndpointSlices(n.ns).Get(ctx, "db-c8x5v", meta.GetOptions{})
 		if err != nil {
 			return false, err.Error()

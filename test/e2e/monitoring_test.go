@@ -24,6 +24,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
 
@@ -85,18 +86,7 @@ scrape_configs:
 		"--storage.tsdb.path="+filepath.Join(work, "data"),
 		"--web.listen-address="+fmt.Sprintf("127.0.0.1:%d", port),
 		"--log.level=warn")
-	deadline := time.Now().Add(30 * time.Second)
-	for !harness.HTTPOK(p.url + "/-/ready") {
-		select {
-		case <-exited:
-			t.Fatalf("prometheus exited:\n%s", p.log.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("prometheus not ready after 30 s:\n%s", p.log.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	harness.WaitFor(t, "prometheus", exited, p.log, 30*time.Second, func() bool { return harness.HTTPOK(p.url + "/-/ready") })
 	return p
 }
 
@@ -169,20 +159,15 @@ func (p *prometheusServer) alerts(t *testing.T, pending bool) []string {
 func (p *prometheusServer) expectAlert(t *testing.T, alert string, want bool, within time.Duration) time.Duration {
 	t.Helper()
 	start := time.Now()
-	var got []string
-	for time.Since(start) < within {
-		got = p.firing(t)
-		if slices.Contains(got, alert) == want {
-			return time.Since(start)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
 	verb := "fire"
 	if !want {
 		verb = "resolve"
 	}
-	t.Fatalf("%s did not %s within %s; firing: %v", alert, verb, within, got)
-	return 0
+	poll.Eventually(t, within, alert+" to "+verb, func() (bool, string) {
+		got := p.firing(t)
+		return slices.Contains(got, alert) == want, fmt.Sprintf("firing %v", got)
+	})
+	return time.Since(start)
 }
 
 // query runs an instant query and returns its number of series.
@@ -241,10 +226,13 @@ func TestAlertsWithPrometheus(t *testing.T) {
 	expectRcode(t, s, "db."+quiet+".svc.cluster.local.", dns.TypeA, propagation, dns.RcodeNameError)
 	expectRcode(t, s, "1.9.42.10.in-addr.arpa.", dns.TypePTR, propagation, dns.RcodeSuccess)
 
-	// Healthy: after a few evaluations nothing of the plugin fires.
+	// Healthy: after a few evaluations nothing of the plugin fires. The
+	// rules are evaluated every second, with "for: 2s": an alert pending
+	// at the first evaluation after the scrape fires at the first one
+	// 3 s after the scrape.
 	prom.expectAlert(t, "CoreDNSDown", false, 10*time.Second)
 	waitScraped(t, prom, `coredns_multicluster_synced{job="coredns"} == 1`)
-	time.Sleep(3 * time.Second)
+	prom.waitEvaluated(t, time.Now().Add(3*time.Second))
 	for _, a := range prom.firing(t) {
 		if strings.HasPrefix(a, "CoreDNSMulticluster") {
 			t.Errorf("healthy, yet %s fires", a)
@@ -331,17 +319,10 @@ func TestAlertsWithPrometheus(t *testing.T) {
 // waitScraped waits until expr has a result.
 func waitScraped(t *testing.T, p *prometheusServer, expr string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.Eventually(t, 20*time.Second, expr+" has a result", func() (bool, string) {
 		n, err := p.query(expr)
-		if err == nil && n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: no result after 20 s (%v)", expr, err)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return err == nil && n > 0, fmt.Sprintf("%d series, %v", n, err)
+	})
 }
 
 // checkDashboard runs the queries of the dashboard's panels (all of them,

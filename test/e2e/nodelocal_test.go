@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // NodeLocal DNSCache (k8s.io/dns node-cache) is CoreDNS with a Corefile
@@ -268,7 +269,7 @@ func TestNodeLocalDNSCache(t *testing.T) {
 			before := asked(clusterDNS, c.name)
 			hits := metricSum(t, metrics, "coredns_cache_hits_total", `zones="`+c.zone+`"`)
 			expectNow(t, nodeLocal, "udp", c.name, "10.42.17.1")
-			eventually(t, 2*time.Second, c.name+" reaches cluster DNS", func() (bool, string) {
+			poll.Eventually(t, 2*time.Second, c.name+" reaches cluster DNS", func() (bool, string) {
 				n := asked(clusterDNS, c.name) - before
 				return n == 1, fmt.Sprintf("asked %d times", n)
 			})
@@ -276,7 +277,15 @@ func TestNodeLocalDNSCache(t *testing.T) {
 			// Again, at the kube-dns address, which node-local-dns also
 			// holds: from the cache.
 			expectNow(t, viaKubeDNS, "udp", c.name, "10.42.17.1")
-			time.Sleep(200 * time.Millisecond) // a forwarded query would be in the log by now
+			// A name of the zone never asked before, which node-local
+			// forwards: once cluster DNS logged it, it has logged a
+			// forward of the query before it, were there one.
+			marker := "marker." + c.zone
+			viaKubeDNS.query(t, "udp", marker, dns.TypeA)
+			poll.Eventually(t, 5*time.Second, marker+" reaches cluster DNS", func() (bool, string) {
+				n := asked(clusterDNS, marker)
+				return n == 1, fmt.Sprintf("asked %d times", n)
+			})
 			if n := asked(clusterDNS, c.name) - before; n != 1 {
 				t.Errorf("%s asked twice: cluster DNS was asked %d times, want once (the second answer from node-local's cache)", c.name, n)
 			}
@@ -300,7 +309,7 @@ func TestNodeLocalDNSCache(t *testing.T) {
 		if r.Rcode != dns.RcodeNameError {
 			t.Errorf("%s through the add-on's own Corefile: %s %v, want NXDOMAIN from the node's resolvers", clustersetName, dns.RcodeToString[r.Rcode], addresses(r))
 		}
-		eventually(t, 2*time.Second, clustersetName+" goes to the node's resolvers", func() (bool, string) {
+		poll.Eventually(t, 2*time.Second, clustersetName+" goes to the node's resolvers", func() (bool, string) {
 			n := asked(internet, clustersetName) - beforeInternet
 			return n == 1, fmt.Sprintf("asked %d times", n)
 		})

@@ -22,6 +22,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // TestTrafficPolicy: the local cluster's id from a ClusterProperty created
@@ -41,7 +42,7 @@ func TestTrafficPolicy(t *testing.T) {
 	}
 	// Served before the servers start, so that they watch it from the
 	// start (without it they look again only every 30 seconds at most).
-	eventually(t, 30*time.Second, "the ClusterProperty API to be served", func() (bool, string) {
+	poll.Eventually(t, 30*time.Second, "the ClusterProperty API to be served", func() (bool, string) {
 		_, err := c.kube.Discovery().ServerResourcesForGroupVersion("about.k8s.io/v1alpha1")
 		return err == nil, fmt.Sprint(err)
 	})

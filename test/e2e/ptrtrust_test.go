@@ -15,6 +15,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // Reverse names across namespaces, against the real kubernetes plugin,
@@ -184,7 +185,7 @@ func TestReverseNamesAcrossNamespaces(t *testing.T) {
 // waitPTR waits until ip points back to exactly target, over UDP and TCP.
 func waitPTR(t *testing.T, s *server, ip, target string) {
 	t.Helper()
-	eventually(t, propagation, "PTR "+ip+" -> "+target, func() (bool, string) {
+	poll.Eventually(t, propagation, "PTR "+ip+" -> "+target, func() (bool, string) {
 		r := s.query(t, "udp", reverse(t, ip), dns.TypePTR)
 		return len(r.Answer) == 1 && r.Answer[0].(*dns.PTR).Ptr == target, r.String()
 	})

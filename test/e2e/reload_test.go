@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 
 	_ "github.com/coredns-mcs/coredns-mcs/plugin/multicluster"
 )
@@ -127,7 +128,7 @@ func TestReloadsLeaveNothingBehind(t *testing.T) {
 	expectAddresses(t, s, "web."+ns+".svc.clusterset.local.", dns.TypeA, propagation, "10.42.12.1")
 	// Services (the plugin's own: no kubernetes plugin here),
 	// EndpointSlices, ServiceImports.
-	eventually(t, 10*time.Second, "the first instance's three watches", func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, "the first instance's three watches", func() (bool, string) {
 		n := apiServerWatches(t) - watches0
 		return n == 3, fmt.Sprint(n)
 	})
@@ -152,11 +153,11 @@ func TestReloadsLeaveNothingBehind(t *testing.T) {
 	expectAddresses(t, s, "web."+ns+".svc.clusterset.local.", dns.TypeA, propagation, "10.42.12.1")
 	// Stopped watches leave the API server's gauge as their connections
 	// close; goroutines of informers end as they return.
-	eventually(t, 30*time.Second, "as many watches as before the reloads", func() (bool, string) {
+	poll.Eventually(t, 30*time.Second, "as many watches as before the reloads", func() (bool, string) {
 		n := apiServerWatches(t)
 		return n == watches1, fmt.Sprintf("%d watches, %d before", n, watches1)
 	})
-	eventually(t, 30*time.Second, "as many goroutines as before the reloads", func() (bool, string) {
+	poll.Eventually(t, 30*time.Second, "as many goroutines as before the reloads", func() (bool, string) {
 		n := runtime.NumGoroutine()
 		return n <= goroutines1, fmt.Sprintf("%d goroutines, %d before", n, goroutines1)
 	})
@@ -166,7 +167,7 @@ func TestReloadsLeaveNothingBehind(t *testing.T) {
 	inst.ShutdownCallbacks()
 	inst.Stop()
 	inst = nil
-	eventually(t, 30*time.Second, "no watch of the plugin once it stopped", func() (bool, string) {
+	poll.Eventually(t, 30*time.Second, "no watch of the plugin once it stopped", func() (bool, string) {
 		n := apiServerWatches(t)
 		return n == watches0, fmt.Sprintf("%d watches, %d before it started", n, watches0)
 	})

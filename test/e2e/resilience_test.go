@@ -29,6 +29,7 @@ import (
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // The tests in this file need a control plane of their own: without the
@@ -193,7 +194,7 @@ func expectSameAnswers(t *testing.T, with, without *server, questions []question
 	t.Helper()
 	for _, q := range questions {
 		for _, proto := range []string{"udp", "tcp"} {
-			eventually(t, 5*time.Second, q.name+" "+dns.TypeToString[q.qtype]+" over "+proto+" answered as without multicluster", func() (bool, string) {
+			poll.Eventually(t, 5*time.Second, q.name+" "+dns.TypeToString[q.qtype]+" over "+proto+" answered as without multicluster", func() (bool, string) {
 				a, b := with.query(t, proto, q.name, q.qtype), without.query(t, proto, q.name, q.qtype)
 				return sameAnswer(a, b), "\nwith:\n" + a.String() + "\nwithout:\n" + b.String()
 			})
@@ -730,7 +731,7 @@ func TestAPIServerDownAtStart(t *testing.T) {
 	up := time.Now()
 	expectAddresses(t, s, name, dns.TypeA, 30*time.Second, "10.42.14.1")
 	t.Logf("answered %s after the API server was ready", time.Since(up).Round(time.Millisecond))
-	eventually(t, 30*time.Second, "/ready 200", func() (bool, string) { return s.isReady(), "not ready" })
+	poll.Eventually(t, 30*time.Second, "/ready 200", func() (bool, string) { return s.isReady(), "not ready" })
 }
 
 // expectDigEDE asks dig (which sends EDNS0) for name's A record and checks

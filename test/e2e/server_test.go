@@ -17,6 +17,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // server is a running coredns process.
@@ -62,18 +63,12 @@ func (s *server) query(t *testing.T, proto, name string, qtype uint16) *dns.Msg 
 // addresses returns the A and AAAA values of an answer, in order.
 func addresses(r *dns.Msg) []string { return dnscheck.Addresses(r.Answer) }
 
-// eventually polls cond every 20 ms until it holds or within passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	harness.Eventually(t, within, 20*time.Millisecond, what, cond)
-}
-
 // expectAddresses waits until name answers exactly want, in any order (over
 // UDP and TCP).
 func expectAddresses(t *testing.T, s *server, name string, qtype uint16, within time.Duration, want ...string) {
 	t.Helper()
 	want = slices.Sorted(slices.Values(want))
-	eventually(t, within, fmt.Sprintf("%s %s answers %v", name, dns.TypeToString[qtype], want), func() (bool, string) {
+	poll.Eventually(t, within, fmt.Sprintf("%s %s answers %v", name, dns.TypeToString[qtype], want), func() (bool, string) {
 		for _, proto := range []string{"udp", "tcp"} {
 			r := s.query(t, proto, name, qtype)
 			got := slices.Sorted(slices.Values(addresses(r)))
@@ -88,7 +83,7 @@ func expectAddresses(t *testing.T, s *server, name string, qtype uint16, within 
 // expectRcode waits until name answers rcode.
 func expectRcode(t *testing.T, s *server, name string, qtype uint16, within time.Duration, rcode int) {
 	t.Helper()
-	eventually(t, within, fmt.Sprintf("%s %s answers %s", name, dns.TypeToString[qtype], dns.RcodeToString[rcode]), func() (bool, string) {
+	poll.Eventually(t, within, fmt.Sprintf("%s %s answers %s", name, dns.TypeToString[qtype], dns.RcodeToString[rcode]), func() (bool, string) {
 		r := s.query(t, "udp", name, qtype)
 		return r.Rcode == rcode, dns.RcodeToString[r.Rcode] + " " + fmt.Sprint(addresses(r))
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // TestStandaloneAlertsWithPrometheus monitors the standalone layout with a
@@ -170,21 +171,22 @@ func TestStandaloneAlertsWithPrometheus(t *testing.T) {
 // recipe's stand-in (ns.dns.ZONE).
 func expectStandIn(t *testing.T, front *server, name string, within time.Duration) *dns.Msg {
 	t.Helper()
-	deadline := time.Now().Add(within)
 	var r *dns.Msg
-	for time.Now().Before(deadline) {
+	poll.Eventually(t, within, name+": the front answers NXDOMAIN from its stand-in", func() (bool, string) {
 		m := new(dns.Msg)
 		m.SetQuestion(name, dns.TypeA)
 		var err error
-		if r, err = harness.Ask("udp", front.addr, m); err == nil && r.Rcode == dns.RcodeNameError && len(r.Ns) == 1 {
+		if r, err = harness.Ask("udp", front.addr, m); err != nil {
+			return false, err.Error()
+		}
+		if r.Rcode == dns.RcodeNameError && len(r.Ns) == 1 {
 			if soa, ok := r.Ns[0].(*dns.SOA); ok && strings.HasPrefix(soa.Ns, "ns.dns.") {
-				return r
+				return true, ""
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: the front's answer %v, want NXDOMAIN from its stand-in within %s", name, r, within)
-	return nil
+		return false, r.String()
+	})
+	return r
 }
 
 // traffic asks a server for names, one every 100 ms, until the test ends,
@@ -268,8 +270,7 @@ func rcodes(counts map[int]int) string {
 // since.
 func (p *prometheusServer) waitEvaluated(t *testing.T, since time.Time) {
 	t.Helper()
-	deadline := since.Add(20 * time.Second)
-	for {
+	poll.Eventually(t, time.Until(since.Add(20*time.Second)), "rule groups evaluated after "+since.Format(time.RFC3339Nano), func() (bool, string) {
 		var data struct {
 			Groups []struct {
 				Name           string    `json:"name"`
@@ -283,12 +284,6 @@ func (p *prometheusServer) waitEvaluated(t *testing.T, since time.Time) {
 		for _, g := range data.Groups {
 			evaluated = evaluated && g.LastEvaluation.After(since)
 		}
-		if evaluated {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("rule groups not evaluated after %s: %+v", since.Format(time.RFC3339Nano), data.Groups)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return evaluated, fmt.Sprintf("%+v", data.Groups)
+	})
 }

@@ -18,6 +18,7 @@ import (
 
 	mcsfront "github.com/coredns-mcs/coredns-mcs/internal/front"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // stockCoreDNS builds stock CoreDNS (its own main package, from this
@@ -277,11 +278,11 @@ func checkFront(t *testing.T, front, plain *server, standalone *standaloneServer
 	expectAddresses(t, front, "remote."+ns+".svc.clusterset.local.", dns.TypeA, within, remoteIP)
 	expectAddresses(t, front, "web."+ns+".svc.clusterset.local.", dns.TypeA, within, webIP)
 	for _, proto := range []string{"udp", "tcp"} {
-		eventually(t, within, "SRV over "+proto, func() (bool, string) {
+		poll.Eventually(t, within, "SRV over "+proto, func() (bool, string) {
 			srv := front.query(t, proto, "_http._tcp.remote."+ns+".svc.cluster.local.", dns.TypeSRV)
 			return len(srv.Answer) == 1 && strings.Contains(srv.Answer[0].String(), "80 remote."+ns+".svc.cluster.local."), fmt.Sprint(srv.Answer)
 		})
-		eventually(t, within, "PTR over "+proto, func() (bool, string) {
+		poll.Eventually(t, within, "PTR over "+proto, func() (bool, string) {
 			ptr := front.query(t, proto, ptrOf(remoteIP), dns.TypePTR)
 			return len(ptr.Answer) == 1 && strings.HasSuffix(ptr.Answer[0].String(), "remote."+ns+".svc.clusterset.local."), fmt.Sprint(ptr.Answer)
 		})
@@ -319,7 +320,7 @@ func checkFront(t *testing.T, front, plain *server, standalone *standaloneServer
 	if r := front.query(t, "udp", miss, dns.TypeA); r.Rcode != dns.RcodeNameError {
 		t.Errorf("%s: %s, want NXDOMAIN", miss, dns.RcodeToString[r.Rcode])
 	}
-	eventually(t, 5*time.Second, "the standalone server counts the search-path miss", func() (bool, string) {
+	poll.Eventually(t, 5*time.Second, "the standalone server counts the search-path miss", func() (bool, string) {
 		n := requests()
 		return n > before, fmt.Sprintf("requests %v, before %v", n, before)
 	})
@@ -339,7 +340,7 @@ func checkFront(t *testing.T, front, plain *server, standalone *standaloneServer
 		t.Errorf("example-%s.org.%s.svc.cluster.local.: %s, want NXDOMAIN", recipe, ns, dns.RcodeToString[r.Rcode])
 	}
 	front.query(t, "udp", "next-"+recipe+"."+ns+".svc.cluster.local.", dns.TypeA)
-	eventually(t, 5*time.Second, "the standalone server counts the name after the three-label one", func() (bool, string) {
+	poll.Eventually(t, 5*time.Second, "the standalone server counts the name after the three-label one", func() (bool, string) {
 		n := requests()
 		return n > before, fmt.Sprintf("requests %v, before %v", n, before)
 	})

@@ -19,6 +19,7 @@ import (
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // The hostile-object suite: objects that a compromised MCS controller
@@ -174,7 +175,7 @@ func (s *trustSuite) victimIntact(t *testing.T) {
 // has cleaned up, and the victim has its name back.
 func (s *trustSuite) expectOwnPTR(t *testing.T, ip, target string) {
 	t.Helper()
-	eventually(t, propagation, "PTR "+ip+" -> "+target, func() (bool, string) {
+	poll.Eventually(t, propagation, "PTR "+ip+" -> "+target, func() (bool, string) {
 		r := s.with.query(t, "udp", reverse(t, ip), dns.TypePTR)
 		return len(r.Answer) == 1 && r.Answer[0].(*dns.PTR).Ptr == target, r.String()
 	})
@@ -238,7 +239,7 @@ func (s *trustSuite) expectPassedOn(t *testing.T, ips ...string) {
 	t.Helper()
 	for _, ip := range ips {
 		name := reverse(t, ip)
-		eventually(t, propagation, "PTR "+ip+" answered upstream", func() (bool, string) {
+		poll.Eventually(t, propagation, "PTR "+ip+" answered upstream", func() (bool, string) {
 			r := s.with.query(t, "udp", name, dns.TypePTR)
 			return len(r.Answer) == 1 && r.Answer[0].(*dns.PTR).Ptr == upstreamPTR, r.String()
 		})

@@ -33,6 +33,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
 
@@ -498,17 +499,7 @@ func TestInstallServeUpgradeUninstall(t *testing.T) {
 	si := &mcsv1beta1.ServiceImport{ObjectMeta: meta.ObjectMeta{Namespace: "shop", Name: "cart"}, Spec: mcsv1beta1.ServiceImportSpec{
 		Type: mcsv1beta1.ClusterSetIP, IPs: []string{"10.42.6.1"}, Ports: []mcsv1beta1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}},
 	}}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, err := mcs.MulticlusterV1beta1().ServiceImports("shop").Create(ctx, si, meta.CreateOptions{})
-		if err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ServiceImport (CRD from the chart): %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	createImport(t, mcs, si)
 
 	// The rendered Corefile, served by coredns with the chart's RBAC.
 	kubeconfig, err := cp.KubeconfigForServiceAccount(ctx, "kube-system", "mcs-coredns-mcs")
@@ -644,13 +635,7 @@ func TestServeEachMode(t *testing.T) {
 	si := &mcsv1beta1.ServiceImport{ObjectMeta: meta.ObjectMeta{Namespace: "shop", Name: "cart"}, Spec: mcsv1beta1.ServiceImportSpec{
 		Type: mcsv1beta1.ClusterSetIP, IPs: []string{"10.42.6.1"}, Ports: []mcsv1beta1.ServicePort{{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80}},
 	}}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if _, err := mcs.MulticlusterV1beta1().ServiceImports("shop").Create(ctx, si, meta.CreateOptions{}); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("ServiceImport (CRD from the chart): %v", err)
-		}
-	}
+	createImport(t, mcs, si)
 
 	ask := func(t *testing.T, addr, name string) *dns.Msg {
 		t.Helper()
@@ -682,15 +667,10 @@ func TestServeEachMode(t *testing.T) {
 			addr := serve(t, cm.Data["Corefile"], kubeconfig)
 			// The local Service: the kubernetes plugin answers, the first
 			// query maybe before its informers hold the new Service.
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			poll.Eventually(t, 10*time.Second, "web.shop.svc.cluster.local answers "+web.Spec.ClusterIP, func() (bool, string) {
 				r := ask(t, addr, "web.shop.svc.cluster.local.")
-				if answers(r, web.Spec.ClusterIP) {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("web.shop.svc.cluster.local: %v, want %s", r, web.Spec.ClusterIP)
-				}
-			}
+				return answers(r, web.Spec.ClusterIP), r.String()
+			})
 			if r := ask(t, addr, "cart.shop.svc.clusterset.local."); answers(r, "10.42.6.1") != c.clusterset {
 				t.Errorf("cart.shop.svc.clusterset.local: %v", r)
 			}
@@ -806,4 +786,14 @@ func TestPodSecurityRestricted(t *testing.T) {
 		t.Errorf("a Deployment without a seccomp profile: warnings %q, want one for seccompProfile", w)
 	}
 	t.Logf("without seccompProfile: Pod %v; Deployment warnings %q", podErr, w)
+}
+
+// createImport creates si once the API server serves the ServiceImport CRD
+// the chart installed, which it does a moment after the CRD is created.
+func createImport(t *testing.T, mcs mcsclient.Interface, si *mcsv1beta1.ServiceImport) {
+	t.Helper()
+	poll.Eventually(t, 20*time.Second, "ServiceImport "+si.Namespace+"/"+si.Name+" created (CRD from the chart)", func() (bool, string) {
+		_, err := mcs.MulticlusterV1beta1().ServiceImports(si.Namespace).Create(t.Context(), si, meta.CreateOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // guideCorefile returns the Corefile of section 1 of docs/karmada.md, made to
@@ -129,25 +130,15 @@ func (s *server) await(t *testing.T, within time.Duration, name string, qtype ui
 	t.Helper()
 	slices.Sort(want.records)
 	start := time.Now()
-	var last answer
-	for {
-		ok := true
+	poll.Eventually(t, within, fmt.Sprintf("coredns %s: %s %s answers %s", s.name, name, dns.TypeToString[qtype], want), func() (bool, string) {
 		for _, proto := range []string{"udp", "tcp"} {
-			last = describe(s.query(t, proto, name, qtype))
-			if last.String() != want.String() {
-				ok = false
-				break
+			if got := describe(s.query(t, proto, name, qtype)); got.String() != want.String() {
+				return false, proto + ": " + got.String()
 			}
 		}
-		if ok {
-			return time.Since(start)
-		}
-		if time.Since(start) > within {
-			t.Fatalf("coredns %s: within %s, %s %s should answer %s; last answered %s",
-				s.name, within, name, dns.TypeToString[qtype], want, last)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return true, ""
+	})
+	return time.Since(start)
 }
 
 // a and srv build expected records, as describe renders them.
@@ -169,19 +160,11 @@ func sameWire(t *testing.T, with, without *server, name string, qtype uint16) *d
 	m.SetQuestion(dns.Fqdn(name), qtype)
 	var got *dns.Msg
 	for _, proto := range []string{"udp", "tcp"} {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		poll.Eventually(t, 5*time.Second, fmt.Sprintf("%s %s over %s: %s and %s answer the same", name, dns.TypeToString[qtype], proto, with.name, without.name), func() (bool, string) {
 			x, y := with.ask(t, proto, m), without.ask(t, proto, m)
-			px, py := packNormalized(t, x), packNormalized(t, y)
-			if bytes.Equal(px, py) {
-				got = x
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s %s over %s: %s and %s differ:\n%s\n--- vs ---\n%s", name, dns.TypeToString[qtype], proto, with.name, without.name, x, y)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			got = x
+			return bytes.Equal(packNormalized(t, x), packNormalized(t, y)), fmt.Sprintf("\n%s\n--- vs ---\n%s", x, y)
+		})
 	}
 	return got
 }

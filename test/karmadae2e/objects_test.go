@@ -23,6 +23,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/karmada"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 var (
@@ -85,21 +86,13 @@ func applyObjects(t *testing.T, ns string, objects ...*unstructured.Unstructured
 	}
 }
 
-// waitFor polls cond every 100 ms until it holds, and returns how long that
-// took; it fails t after within, with the last thing cond saw.
+// waitFor waits (poll.Eventually) until cond, which makes its calls with
+// ctx, holds, and returns how long that took.
 func waitFor(t *testing.T, within time.Duration, what string, cond func(ctx context.Context) (bool, string)) time.Duration {
 	t.Helper()
 	start := time.Now()
-	for {
-		ok, seen := cond(t.Context())
-		if ok {
-			return time.Since(start)
-		}
-		if time.Since(start) > within {
-			t.Fatalf("within %s: %s; last seen: %s", within, what, seen)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	poll.Eventually(t, within, what, func() (bool, string) { return cond(t.Context()) })
+	return time.Since(start)
 }
 
 // memberClient returns clients of a member's API server.

@@ -146,6 +146,13 @@ func TestWalkthrough(t *testing.T) {
 
 	// Step 5: withdrawals.
 	t.Run("delete the import policy", func(t *testing.T) {
+		claimed, err := kmd.Dynamic().Resource(serviceImportResource).Namespace(ns).Get(t.Context(), "serve", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if claimed.GetLabels()["propagationpolicy.karmada.io/permanent-id"] == "" {
+			t.Fatalf("ServiceImport serve in karmada-apiserver bears no permanent-id label of its policy: its release would not show (labels %v)", claimed.GetLabels())
+		}
 		deleted := time.Now()
 		deleteFromKarmada(t, karmada.PropagationPolicyResource, ns, "serve-import")
 		took := waitFor(t, within, "PropagationPolicy serve-import gone", func(ctx context.Context) (bool, string) {
@@ -156,13 +163,22 @@ func TestWalkthrough(t *testing.T) {
 		// releases the resource templates (pkg/detector/detector.go,
 		// handlePolicyDeletion: "The relevant ResourceBinding will continue
 		// to exist until the resource template is gone"). So member2 keeps
-		// the import, and DNS keeps answering.
-		time.Sleep(10 * time.Second)
+		// the import, and DNS keeps answering. Once the template no longer
+		// bears the policy's permanent-id label, Karmada has handled the
+		// deletion.
+		waitFor(t, within, "ServiceImport serve in karmada-apiserver released by the deleted policy", func(ctx context.Context) (bool, string) {
+			si, err := kmd.Dynamic().Resource(serviceImportResource).Namespace(ns).Get(ctx, "serve", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			id := si.GetLabels()["propagationpolicy.karmada.io/permanent-id"]
+			return id == "", "permanent-id " + id
+		})
 		if ok, err := exists(t.Context(), member2Dyn, serviceImportResource, ns, "serve"); !ok || err != nil {
 			t.Errorf("member2: ServiceImport serve gone after its policy was deleted (%v)", err)
 		}
 		with2.await(t, 5*time.Second, name, dns.TypeA, answer{dns.RcodeSuccess, []string{a(name, derivedIP)}})
-		t.Logf("withdraw: Karmada removed the import policy in %s; 10 s later member2 still has ServiceImport serve and %s still answers %s (%s after the delete)",
+		t.Logf("withdraw: Karmada removed the import policy in %s; once it released the import, member2 still has ServiceImport serve and %s still answers %s (%s after the delete)",
 			took.Round(time.Millisecond), name, derivedIP, time.Since(deleted).Round(time.Millisecond))
 	})
 

@@ -24,6 +24,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/corefiles"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 	"github.com/miekg/dns"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -154,17 +155,10 @@ func (c *cluster) clusterProperty(t *testing.T, id string) {
 		"spec":     map[string]any{"value": id},
 	}}
 	// The CRD was just created: retry until the API server serves it.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.Eventually(t, 20*time.Second, "ClusterProperty created", func() (bool, string) {
 		_, err := c.dyn.Resource(schema.GroupVersionResource{Group: "about.k8s.io", Version: "v1alpha1", Resource: "clusterproperties"}).Create(t.Context(), obj, meta.CreateOptions{})
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ClusterProperty: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 // kubectlMCS runs kubectl mcs with args as the admin of c.
@@ -364,10 +358,9 @@ func (c *cluster) testCheckFaults(t *testing.T) {
 		if err := crds.Delete(ctx, "serviceimports.multicluster.x-k8s.io", meta.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(20 * time.Second)
-		for served(c.kube) && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
+		poll.Eventually(t, 20*time.Second, "ServiceImports no longer served", func() (bool, string) {
+			return !served(c.kube), "still served"
+		})
 		c.expectFail(t, "ServiceImport (serviceimports.multicluster.x-k8s.io) is not served")
 		if err := c.cp.InstallCRDs(ctx); err != nil {
 			t.Fatal(err)
@@ -438,12 +431,39 @@ func (c *cluster) testExplainEqualsServer(t *testing.T) {
 		}
 		manifests = append(manifests, found...)
 	}
-	if err := apply.Apply(ctx, c.cp.Config, manifests); err != nil {
+	// Last, markers: a headless Service with its EndpointSlice, for the
+	// kubernetes plugin, and a headless import with its EndpointSlice, for
+	// multicluster. Each informer gets its events in the order the objects
+	// were written: once both names answer, the server has seen everything
+	// before them.
+	markersFile := filepath.Join(t.TempDir(), "markers.yaml")
+	if err := os.WriteFile(markersFile, []byte(markersYAML), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The server has seen everything once a name of the last file answers;
-	// give it a moment for the rest of the watch events.
-	time.Sleep(2 * time.Second)
+	markers, err := apply.ReadFile(markersFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := apply.Apply(ctx, c.cp.Config, append(manifests, markers...)); err != nil {
+		t.Fatal(err)
+	}
+	poll.Eventually(t, 30*time.Second, "the server answers the markers", func() (bool, string) {
+		for name, want := range map[string]string{
+			"marker.zz-marker.svc.cluster.local.":           "10.99.0.1",
+			"marker-import.zz-marker.svc.clusterset.local.": "10.99.0.2",
+		} {
+			r := new(dns.Msg)
+			r.SetQuestion(name, dns.TypeA)
+			resp, err := harness.Ask("udp", c.addr, r)
+			if err != nil {
+				return false, err.Error()
+			}
+			if got := rrStrings(resp.Answer); len(got) != 1 || !strings.HasSuffix(got[0], "\t"+want) {
+				return false, fmt.Sprintf("%s: %s %v", name, dns.RcodeToString[resp.Rcode], got)
+			}
+		}
+		return true, ""
+	})
 
 	e, err := mcsctl.Start(ctx, c.cp.Kubeconfig, "kube-system/coredns", "clusterset.local.")
 	if err != nil {
@@ -570,12 +590,82 @@ func summary(rcode string, sections ...[]string) string {
 	return b.String()
 }
 
-// served reports whether the API server serves ServiceImports in any version.
+// served reports whether the API server serves ServiceImports in any
+// version. The group's versions stay served while another CRD of the group
+// (ServiceExport) is: the resource is looked for in their lists.
 func served(kube kubernetes.Interface) bool {
 	for _, v := range []string{"v1beta1", "v1alpha1"} {
-		if _, err := kube.Discovery().ServerResourcesForGroupVersion("multicluster.x-k8s.io/" + v); err == nil {
+		list, err := kube.Discovery().ServerResourcesForGroupVersion("multicluster.x-k8s.io/" + v)
+		if err == nil && slices.ContainsFunc(list.APIResources, func(r meta.APIResource) bool { return r.Name == "serviceimports" }) {
 			return true
 		}
 	}
 	return false
 }
+
+// markersYAML is written after the interop fixtures: see
+// testExplainEqualsServer.
+const markersYAML = `apiVersion: v1
+kind: Namespace
+metadata:
+  name: zz-marker
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: marker
+  namespace: zz-marker
+spec:
+  clusterIP: None
+  ports:
+    - name: http
+      port: 80
+      protocol: TCP
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: marker-local
+  namespace: zz-marker
+  labels:
+    kubernetes.io/service-name: marker
+addressType: IPv4
+endpoints:
+  - addresses: [10.99.0.1]
+    conditions:
+      ready: true
+ports:
+  - name: http
+    port: 80
+    protocol: TCP
+---
+apiVersion: multicluster.x-k8s.io/v1alpha1
+kind: ServiceImport
+metadata:
+  name: marker-import
+  namespace: zz-marker
+spec:
+  type: Headless
+  ports:
+    - name: http
+      port: 80
+      protocol: TCP
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: marker-import-east
+  namespace: zz-marker
+  labels:
+    multicluster.kubernetes.io/service-name: marker-import
+    multicluster.kubernetes.io/source-cluster: east
+addressType: IPv4
+endpoints:
+  - addresses: [10.99.0.2]
+    conditions:
+      ready: true
+ports:
+  - name: http
+    port: 80
+    protocol: TCP
+`

@@ -14,7 +14,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/internal/front"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
-	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // standaloneCluster is a control plane in the standalone layout: kubeadm's
@@ -183,7 +183,7 @@ func TestStandaloneLayout(t *testing.T) {
 			if err := svcs.Delete(ctx, "coredns-mcs", meta.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			harness.Eventually(t, 20*time.Second, 50*time.Millisecond, "the standalone Service deleted", func() (bool, string) {
+			poll.Eventually(t, 20*time.Second, "the standalone Service deleted", func() (bool, string) {
 				_, err := svcs.Get(ctx, "coredns-mcs", meta.GetOptions{})
 				return apierrors.IsNotFound(err), fmt.Sprint(err)
 			})

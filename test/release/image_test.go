@@ -274,7 +274,7 @@ func TestArm64ImageUnderQemu(t *testing.T) {
 	// Ready says the plugins are; the DNS listeners may open a moment
 	// later, which emulation stretches: wait for both. Emulated, a start
 	// takes seconds.
-	harness.WaitFor(t, "coredns under qemu", exited, logs, 2*time.Minute, 200*time.Millisecond, func() bool {
+	harness.WaitFor(t, "coredns under qemu", exited, logs, 2*time.Minute, func() bool {
 		return harness.HTTPOK(ready) && harness.Serving(addr)
 	})
 	for _, c := range []struct{ name, qtype, want string }{

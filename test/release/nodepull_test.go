@@ -16,8 +16,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/node"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // pullNodeIndex is the node cluster of this package (test/internal/node's Layout):
@@ -82,7 +82,7 @@ func pullOnNode(t *testing.T, registry, repository string, index v1.Hash) {
 	}
 	start := time.Now()
 	var got *corev1.Pod
-	harness.Eventually(t, 3*time.Minute, 250*time.Millisecond, "the pod pulled from the registry runs to completion", func() (bool, string) {
+	poll.Eventually(t, 3*time.Minute, "the pod pulled from the registry runs to completion", func() (bool, string) {
 		p, err := pods.Get(ctx, "pulled", meta.GetOptions{})
 		if err != nil {
 			return false, err.Error()

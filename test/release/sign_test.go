@@ -55,7 +55,7 @@ http:
 		t.Fatal(err)
 	}
 	logs, exited := harness.StartProcess(t, "registry", bin, "serve", config)
-	harness.WaitFor(t, "the registry (GET /v2/)", exited, logs, 30*time.Second, 100*time.Millisecond, func() bool {
+	harness.WaitFor(t, "the registry (GET /v2/)", exited, logs, 30*time.Second, func() bool {
 		return harness.HTTPOK("http://" + host + "/v2/")
 	})
 	out, _ := exec.Command(bin, "--version").CombinedOutput()

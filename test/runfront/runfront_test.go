@@ -22,6 +22,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
 
@@ -140,7 +141,7 @@ func TestMakeRunFront(t *testing.T) {
 		}
 		return r.Rcode == dns.RcodeNameError, r.String()
 	}
-	harness.Eventually(t, 10*time.Second, 100*time.Millisecond, importName+" through the front answers "+importIP, func() (bool, string) {
+	poll.Eventually(t, 10*time.Second, importName+" through the front answers "+importIP, func() (bool, string) {
 		return answers(importName, importIP)
 	})
 	if ok, got := answers(localName, localIP); !ok {
@@ -151,7 +152,7 @@ func TestMakeRunFront(t *testing.T) {
 		t.Fatal(err)
 	}
 	hung := time.Now()
-	harness.Eventually(t, 15*time.Second, 100*time.Millisecond, importName+" answers NXDOMAIN with the standalone server hung", func() (bool, string) {
+	poll.Eventually(t, 15*time.Second, importName+" answers NXDOMAIN with the standalone server hung", func() (bool, string) {
 		return nxdomain(importName)
 	})
 	t.Logf("hung: %s answered NXDOMAIN after %s", importName, time.Since(hung).Round(time.Millisecond))
@@ -178,7 +179,7 @@ func TestMakeRunFront(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumed := time.Now()
-	harness.Eventually(t, 15*time.Second, 100*time.Millisecond, importName+" answers "+importIP+" again once the standalone server resumes", func() (bool, string) {
+	poll.Eventually(t, 15*time.Second, importName+" answers "+importIP+" again once the standalone server resumes", func() (bool, string) {
 		return answers(importName, importIP)
 	})
 	t.Logf("resumed: %s answered again after %s", importName, time.Since(resumed).Round(time.Millisecond))
@@ -198,7 +199,7 @@ func TestMakeRunFront(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("make run-front did not end within a minute of Ctrl-C")
 	}
-	harness.Eventually(t, 30*time.Second, 100*time.Millisecond, "every process make run-front started has exited", func() (bool, string) {
+	poll.Eventually(t, 30*time.Second, "every process make run-front started has exited", func() (bool, string) {
 		var left []string
 		for _, p := range seen {
 			if p.alive() {

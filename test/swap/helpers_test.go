@@ -28,6 +28,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/node"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // scenario is the state of one run of the user's scenario.
@@ -62,7 +63,7 @@ func (s *scenario) kubectl(args ...string) string {
 func (s *scenario) waitOldDNSPodsGone() {
 	s.t.Helper()
 	replicas := s.kubectl("-n", "kube-system", "get", "deploy", "coredns", "-o", "jsonpath={.spec.replicas}")
-	harness.Eventually(s.t, oldPodsGone, 250*time.Millisecond, "the old coredns pods gone", func() (bool, string) {
+	poll.Eventually(s.t, oldPodsGone, "the old coredns pods gone", func() (bool, string) {
 		out, err := s.n.Kubectl(s.ctx, s.work, "-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-dns",
 			"-o", `jsonpath={range .items[*]}{.metadata.name} {.metadata.deletionTimestamp}{"\n"}{end}`)
 		if err != nil {
@@ -130,8 +131,7 @@ func (s *scenario) copyManifests(tag string) string {
 // kube-controller-manager writes, list want ready endpoints.
 func (s *scenario) waitEndpoints(namespace, service string, want int) {
 	s.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	poll.Eventually(s.t, time.Minute, fmt.Sprintf("Service %s/%s with %d ready endpoints", namespace, service, want), func() (bool, string) {
 		slices, err := s.n.Client.DiscoveryV1().EndpointSlices(namespace).List(s.ctx, metav1.ListOptions{
 			LabelSelector: discoveryv1.LabelServiceName + "=" + service,
 		})
@@ -146,22 +146,15 @@ func (s *scenario) waitEndpoints(namespace, service string, want int) {
 				}
 			}
 		}
-		if ready == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("Service %s/%s has %d ready endpoints, want %d", namespace, service, ready, want)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return ready == want, fmt.Sprintf("%d ready endpoints", ready)
+	})
 }
 
 // expectLog waits until `kubectl -n kube-system logs deploy/coredns` (the
 // docs' check) shows every line of want.
 func (s *scenario) expectLog(want ...string) {
 	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Eventually(s.t, 30*time.Second, fmt.Sprintf("the coredns log showing %q", want), func() (bool, string) {
 		out, err := s.n.Kubectl(s.ctx, s.work, "-n", "kube-system", "logs", "deploy/coredns")
 		missing := ""
 		for _, w := range want {
@@ -169,14 +162,8 @@ func (s *scenario) expectLog(want ...string) {
 				missing = w
 			}
 		}
-		if err == nil && missing == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("the coredns log lacks %q (%v):\n%s", missing, err, out)
-		}
-		time.Sleep(time.Second)
-	}
+		return err == nil && missing == "", fmt.Sprintf("lacks %q (%v):\n%s", missing, err, out)
+	})
 }
 
 // uptime is the machine's /proc/uptime, the clock the looker-up pod stamps
@@ -435,16 +422,11 @@ func (s *scenario) startLookups() *lookups {
 	l := &lookups{s: s, pod: "lookups"}
 	s.kubectl("run", l.pod, "--restart=Never", "--image="+node.DNSUtilsImage, "--image-pull-policy=Never",
 		"--command", "--", "sh", "-c", lookupScript())
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if lines := l.read(); len(lines) >= 9 {
-			return l
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatal("the lookups pod printed nothing for a minute")
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	poll.Eventually(s.t, time.Minute, "the first lines of the lookups pod", func() (bool, string) {
+		lines := l.read()
+		return len(lines) >= 9, fmt.Sprintf("%d lines", len(lines))
+	})
+	return l
 }
 
 // read returns the pod's lines so far.
@@ -550,23 +532,17 @@ func (s *scenario) checkMetrics(imports int) {
 		_ = cmd.Wait()
 	}()
 	client := &http.Client{Transport: &http.Transport{DialContext: s.n.NetNS.DialContext}, Timeout: 5 * time.Second}
-	deadline := time.Now().Add(30 * time.Second)
 	var metrics string
-	for {
+	poll.Eventually(s.t, 30*time.Second, "metrics through kubectl port-forward", func() (bool, string) {
 		resp, err := client.Get("http://127.0.0.1:9153/metrics")
-		if err == nil {
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				metrics = string(body)
-				break
-			}
+		if err != nil {
+			return false, fmt.Sprintf("%v; kubectl said:\n%s", err, out.String())
 		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("no metrics through kubectl port-forward (%v); kubectl said:\n%s", err, out.String())
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		metrics = string(body)
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
 	var objects string
 	for _, line := range strings.Split(metrics, "\n") {
 		if strings.HasPrefix(line, "coredns_multicluster_degraded{") && !strings.HasSuffix(line, " 0") {
@@ -690,16 +666,11 @@ func (s *scenario) checkProcess(pod string, pid int, argv []string) {
 // is retried for a while.
 func (s *scenario) applyFreshInstall(dir string) {
 	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	poll.Eventually(s.t, 30*time.Second, "the fresh install applied", func() (bool, string) {
 		_, err := s.n.Kubectl(s.ctx, s.work, "apply", "--server-side", "-k", dir)
-		if err == nil {
-			return
+		if err != nil {
+			s.t.Logf("fresh install: %v; retrying", err)
 		}
-		if time.Now().After(deadline) {
-			s.t.Fatal(err)
-		}
-		s.t.Logf("fresh install: %v; retrying", err)
-		time.Sleep(time.Second)
-	}
+		return err == nil, fmt.Sprint(err)
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // readyCheck is what a CoreDNS pod answered, asked directly the moment its
@@ -121,14 +122,14 @@ func (s *scenario) checkReadyPod(pod, addr string) readyCheck {
 	if c.udp == nil && c.tcp == nil {
 		return c
 	}
-	for time.Since(ready) < 20*time.Second {
-		time.Sleep(100 * time.Millisecond)
-		if s.askPod(s.ctx, "udp", addr) == nil && s.askPod(s.ctx, "tcp", addr) == nil {
-			c.servedAfter = time.Since(ready)
-			return c
-		}
-	}
+	ctx, cancel := context.WithDeadline(s.ctx, ready.Add(20*time.Second))
+	defer cancel()
 	c.servedAfter = -1
+	if poll.Until(ctx, "pod "+pod+" answers", func() (bool, string) {
+		return s.askPod(s.ctx, "udp", addr) == nil && s.askPod(s.ctx, "tcp", addr) == nil, ""
+	}) == nil {
+		c.servedAfter = time.Since(ready)
+	}
 	return c
 }
 
@@ -169,16 +170,13 @@ func (s *scenario) askPod(ctx context.Context, network, addr string) error {
 // endpoints may turn ready in the slice a moment after rollout status
 // returns), ends the watch and returns what the pods answered.
 func (w *readinessWatch) stop(want int) ([]readyCheck, error) {
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	_ = poll.Until(ctx, fmt.Sprintf("%d pods checked", want), func() (bool, string) {
 		w.mu.Lock()
-		n := len(w.checks)
-		w.mu.Unlock()
-		if n >= want {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		defer w.mu.Unlock()
+		return len(w.checks) >= want, ""
+	}) // fewer are reported
 	w.cancel()
 	<-w.done
 	w.asks.Wait()

@@ -16,8 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/front"
-	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/node"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // A resolver client is a pod that looks names up with getaddrinfo, as
@@ -150,7 +150,7 @@ func (r *resolvers) read(c resolverClient) []resolution {
 // waitFor reads the clients' lines until done holds for every client.
 func (r *resolvers) waitFor(what string, timeout time.Duration, done func(resolverClient, []resolution) bool) {
 	r.s.t.Helper()
-	harness.Eventually(r.s.t, timeout, 300*time.Millisecond, "resolver clients: "+what, func() (bool, string) {
+	poll.Eventually(r.s.t, timeout, "resolver clients: "+what, func() (bool, string) {
 		for _, c := range resolverClients {
 			if !done(c, r.read(c)) {
 				return false, c.name + " not yet"
@@ -480,7 +480,7 @@ func (s *scenario) standaloneOutages(r *resolvers, webIP string, stock digResult
 	s.kubectl("-n", "kube-system", "delete", "pod", "-l", "app.kubernetes.io/name=coredns-mcs", "--grace-period=0", "--force")
 	// The Deployment brings a new pod; until it is ready the Service has
 	// no endpoint (or the dead one, for a moment).
-	harness.Eventually(t, 2*time.Minute, 300*time.Millisecond, "a new standalone pod ready after the kill", func() (bool, string) {
+	poll.Eventually(t, 2*time.Minute, "a new standalone pod ready after the kill", func() (bool, string) {
 		out := s.kubectl("-n", "kube-system", "get", "pod", "-l", "app.kubernetes.io/name=coredns-mcs",
 			"-o", `jsonpath={range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}`)
 		return strings.Count(out, " True\n") == 1 && strings.Count(out, "\n") == 1, out

@@ -2,6 +2,7 @@ package controlplane_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 func TestControlPlane(t *testing.T) {
@@ -249,17 +251,13 @@ func grantServiceImportReader(t *testing.T, kube kubernetes.Interface, kind, nam
 func waitAllowed(t *testing.T, cfg *rest.Config) {
 	t.Helper()
 	client := mcsclient.NewForConfigOrDie(cfg)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Eventually(t, 10*time.Second, "ServiceImports listed after the binding", func() (bool, string) {
 		_, err := client.MulticlusterV1beta1().ServiceImports("").List(t.Context(), metav1.ListOptions{})
-		if err == nil {
-			return
-		}
-		if !apierrors.IsForbidden(err) || time.Now().After(deadline) {
+		if err != nil && !apierrors.IsForbidden(err) {
 			t.Fatalf("listing ServiceImports after the binding: %v", err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 // assertIdentity checks whom kube-apiserver authenticates cfg as.

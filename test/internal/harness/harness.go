@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // FreePort returns a port on 127.0.0.1 that was free for both TCP and UDP a
@@ -153,29 +155,12 @@ func Unavailable(t testing.TB, format string, args ...any) {
 	t.Skipf("skipping: %s", msg)
 }
 
-// Eventually polls cond every interval until it holds, and fails t once
-// within has passed, with what and the last thing cond reported.
-func Eventually(t testing.TB, within, interval time.Duration, what string, cond func() (bool, string)) {
+// WaitFor waits (poll.Eventually) until ready holds for a process started
+// with exited and log, and fails t at once if the process ends first; what
+// names the process in messages, which show its log.
+func WaitFor(t testing.TB, what string, exited <-chan struct{}, log fmt.Stringer, within time.Duration, ready func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok, got := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("within %s: %s; last seen: %s", within, what, got)
-		}
-		time.Sleep(interval)
-	}
-}
-
-// WaitFor waits (Eventually) until ready holds for a process started with
-// exited and log, and fails t at once if the process ends first; what names
-// the process in messages, which show its log.
-func WaitFor(t testing.TB, what string, exited <-chan struct{}, log fmt.Stringer, within, interval time.Duration, ready func() bool) {
-	t.Helper()
-	Eventually(t, within, interval, what+" ready", func() (bool, string) {
+	poll.Eventually(t, within, what+" ready", func() (bool, string) {
 		select {
 		case <-exited:
 			t.Fatalf("%s exited:\n%s", what, log)

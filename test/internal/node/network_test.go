@@ -12,6 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // TestConnectedClusters starts clusters 0 and 1 side by side and connects
@@ -80,18 +82,11 @@ func TestConnectedClusters(t *testing.T) {
 		}
 	}()
 	for _, url := range []string{podURL, "http://" + svc.Spec.ClusterIP + "/"} {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		poll.Eventually(t, 30*time.Second, "cluster 1 -> "+url+" answers hello from web", func() (bool, string) {
 			out, err := get(url)
-			if err == nil && strings.TrimSpace(out) == "hello from web" {
-				t.Logf("cluster 1 -> %s: %q", url, strings.TrimSpace(out))
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("cluster 1 -> %s: %q, %v", url, out, err)
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
+			return err == nil && strings.TrimSpace(out) == "hello from web", fmt.Sprintf("%q, %v", out, err)
+		})
+		t.Logf("cluster 1 -> %s: hello from web", url)
 	}
 
 	if err := net.Close(); err != nil {

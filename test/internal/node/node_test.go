@@ -4,11 +4,15 @@ package node
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +26,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/flock"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // killedChildEnv makes the test binary start a node, run a pod and wait to
@@ -56,7 +61,9 @@ func runKilledChild() int {
 		return 1
 	}
 	fmt.Println("NODE-RUNNING")
-	time.Sleep(10 * time.Minute)
+	// The test kills this process; should the test end first, its end of
+	// stdin closes, and this process goes too.
+	_, _ = io.Copy(io.Discard, os.Stdin)
 	return 1
 }
 
@@ -76,17 +83,13 @@ func runPod(ctx context.Context, client kubernetes.Interface, name, script strin
 	if _, err := client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		return err
 	}
-	for {
+	return poll.Until(ctx, "pod "+name+" running", func() (bool, string) {
 		p, err := client.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
-		if err == nil && p.Status.Phase == corev1.PodRunning {
-			return nil
+		if err != nil {
+			return false, err.Error()
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("pod %s not running: %v (last error %v)", name, ctx.Err(), err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+		return p.Status.Phase == corev1.PodRunning, "phase " + string(p.Status.Phase)
+	})
 }
 
 // machineState is what a node changes on the machine.
@@ -181,20 +184,20 @@ func TestNodeRunsPods(t *testing.T) {
 	if err := runPod(ctx, n.Client, "hello", "echo hello from $(hostname); cat /etc/resolv.conf; sleep 3600"); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		out, err := n.Client.CoreV1().Pods("default").GetLogs("hello", &corev1.PodLogOptions{}).DoRaw(ctx)
-		if err == nil && strings.Contains(string(out), "hello from hello") {
-			t.Logf("pod log %.1fs after its creation:\n%s", time.Since(start).Seconds(), out)
-			if !strings.Contains(string(out), "nameserver "+ClusterDNS) {
-				t.Errorf("the pod's resolv.conf does not name %s", ClusterDNS)
-			}
-			break
+	var out []byte
+	if err := poll.Until(ctx, "a log from the pod", func() (bool, string) {
+		var err error
+		out, err = n.Client.CoreV1().Pods("default").GetLogs("hello", &corev1.PodLogOptions{}).DoRaw(ctx)
+		if err != nil {
+			return false, err.Error()
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no log from the pod: %v", err)
-		case <-time.After(250 * time.Millisecond):
-		}
+		return strings.Contains(string(out), "hello from hello"), fmt.Sprintf("log %q", out)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("pod log %.1fs after its creation:\n%s", time.Since(start).Seconds(), out)
+	if !strings.Contains(string(out), "nameserver "+ClusterDNS) {
+		t.Errorf("the pod's resolv.conf does not name %s", ClusterDNS)
 	}
 	checkMultiPlatformImport(t, ctx, n)
 	if during := readLayoutStateNow(t, mustLayout(0)); len(during.processes) == 0 || len(during.cgroups) == 0 || !during.dir {
@@ -226,6 +229,11 @@ func TestStartAfterKilledRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	stdin, err := child.StdinPipe() // open until the child is killed
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
 	if err := child.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -243,14 +251,19 @@ func TestStartAfterKilledRun(t *testing.T) {
 		_ = child.Wait()
 		t.Fatal("the child's node did not run its pod")
 	}
+	// The processes the child started itself die with it (the kernel
+	// kills them: Pdeathsig); the pod's processes and shims survive it.
+	own := childrenOf(child.Process.Pid)
 	if err := child.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = child.Wait()
+	poll.Eventually(t, 30*time.Second, "the processes the killed run started gone with it", func() (bool, string) {
+		left := slices.DeleteFunc(slices.Clone(own), func(pid int) bool { return !alive(pid) })
+		return len(left) == 0, fmt.Sprintf("still running: %v", left)
+	})
 
-	// What the killed run left: the pod's processes and shims survive
-	// their test binary.
-	time.Sleep(time.Second)
+	// What the killed run left.
 	left := readLayoutStateNow(t, layout)
 	t.Logf("left by the killed run: processes %v, cgroups %d, sysctls %v", left.processes, len(left.cgroups), left.sysctls)
 	if len(left.processes) == 0 || len(left.cgroups) == 0 || !left.dir {
@@ -305,4 +318,46 @@ func checkMultiPlatformImport(t *testing.T, ctx context.Context, n *Node) {
 	if !strings.Contains(string(out), "linux/amd64,linux/arm64") {
 		t.Errorf("containerd lists the multi-platform image as:\n%s", out)
 	}
+}
+
+// childrenOf returns the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ppid, _, ok := procStat(child); ok && ppid == pid {
+			pids = append(pids, child)
+		}
+	}
+	return pids
+}
+
+// alive reports whether pid is a process that has not ended: neither gone
+// nor a zombie.
+func alive(pid int) bool {
+	_, state, ok := procStat(pid)
+	return ok && state != "Z"
+}
+
+// procStat reads the parent and the state of pid from /proc/PID/stat.
+func procStat(pid int) (ppid int, state string, ok bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, "", false
+	}
+	// PID (COMM) STATE PPID ...; COMM may hold spaces and parentheses.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, "", false
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	if len(fields) < 2 {
+		return 0, "", false
+	}
+	ppid, err = strconv.Atoi(fields[1])
+	return ppid, fields[0], err == nil
 }

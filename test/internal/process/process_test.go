@@ -2,12 +2,15 @@ package process
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 func waitDone(t *testing.T, p *Process) {
@@ -75,13 +78,10 @@ func TestStopEndsTheGroup(t *testing.T) {
 	}
 	// The background sleep was in the same group and got the signal too:
 	// soon the group is empty.
-	deadline := time.Now().Add(5 * time.Second)
-	for syscall.Kill(-p.Pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("a process of the group outlived Stop")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Eventually(t, 5*time.Second, "the group empty after Stop", func() (bool, string) {
+		err := syscall.Kill(-p.Pid, 0)
+		return err != nil, fmt.Sprintf("kill -0 of the group: %v", err)
+	})
 	if err := p.Stop(time.Second); err != nil {
 		t.Errorf("Stop after exit: %v", err)
 	}
