@@ -64,6 +64,16 @@ func applyFixture(t *testing.T, cfg *rest.Config, impl string, files ...string) 
 		}
 		manifests = append(manifests, found...)
 	}
+	// The fixtures' namespaces have fixed names, and a namespace deleted
+	// here would never go (no namespace controller runs): keep them, and
+	// delete what the test put in them, so that the next test (a repeat,
+	// or another implementation's fixture with the same addresses) starts
+	// from empty namespaces.
+	for _, m := range manifests {
+		if m.Object.GetKind() == "Namespace" {
+			t.Cleanup(func() { deleteContents(m.Object.GetName()) })
+		}
+	}
 	if err := apply.Apply(context.Background(), cfg, manifests); err != nil {
 		t.Fatal(err)
 	}

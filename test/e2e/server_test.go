@@ -13,6 +13,8 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
@@ -96,8 +98,44 @@ func namespace(t *testing.T, prefix string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, meta.DeleteOptions{}) })
+	t.Cleanup(func() { emptyNamespace(ns.Name) })
 	return ns.Name
+}
+
+// namespaced are the kinds the tests create in their namespaces that the
+// plugin or the API server keeps account of across namespaces: imports
+// claim reverse names, Services their cluster IPs.
+var namespaced = []schema.GroupVersionResource{
+	{Group: "multicluster.x-k8s.io", Version: "v1beta1", Resource: "serviceimports"},
+	{Group: "multicluster.x-k8s.io", Version: "v1beta1", Resource: "serviceexports"},
+	{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"},
+	{Version: "v1", Resource: "services"},
+}
+
+// emptyNamespace deletes what a test left in ns, then ns. No namespace
+// controller runs beside this API server, so a deleted namespace would
+// keep its objects: the imports of a test run before, in the same process
+// (go test -count) or earlier in a shuffled order, would claim the same
+// addresses as this run's and make their reverse names a conflict.
+func emptyNamespace(ns string) {
+	deleteContents(ns)
+	_ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, meta.DeleteOptions{})
+}
+
+// deleteContents deletes the objects of the namespaced kinds in ns.
+func deleteContents(ns string) {
+	ctx := context.Background()
+	dyn := dynamic.NewForConfigOrDie(cp.Config)
+	for _, gvr := range namespaced {
+		// Services have no deletecollection: one at a time.
+		list, err := dyn.Resource(gvr).Namespace(ns).List(ctx, meta.ListOptions{})
+		if err != nil {
+			continue
+		}
+		for _, o := range list.Items {
+			_ = dyn.Resource(gvr).Namespace(ns).Delete(ctx, o.GetName(), meta.DeleteOptions{})
+		}
+	}
 }
 
 func newImport(ns, name string, ips ...string) *mcsv1beta1.ServiceImport {
