@@ -30,6 +30,15 @@
 #          database, built from golang.org/x/vulndb's data/osv at the pinned
 #          revision with vulndb's own cmd/indexdb (make vulncheck)
 #
+# kube, helm and prometheus compile with the main module's version of every
+# module they share with it (their go.mod raises a module to it, never lowers
+# one), so that the Kubernetes libraries, gRPC, x/net and the rest compile
+# once in a cold build for make build, go vet, the tests and these sets: the
+# binaries are the releases named above, built against those patch releases
+# of their dependencies. test/internal/testbin's
+# TestSharedSetsCompileTheMainModulesVersions keeps the versions equal. The
+# other sets keep their releases' own graphs.
+#
 # Each set is cached under ${XDG_CACHE_HOME:-$HOME/.cache}/coredns-mcs/testbin/SET-KEY,
 # where KEY hashes everything that decides the output: the set's go.mod,
 # go.sum and recipe.sh, the Go toolchain version, the target platform and the
