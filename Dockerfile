@@ -16,6 +16,7 @@
 #   --build-arg BASE_IMAGE=mirror.example/distroless/static-debian12:nonroot \
 #   --build-arg GOPROXY=http://goproxy.example
 # (no `# syntax=` line either: BuildKit would fetch that frontend image.)
+# GOCACHEPROG (below) plugs a shared Go build cache into the build.
 
 ARG GO_IMAGE=golang:1.27.3
 ARG BASE_IMAGE=gcr.io/distroless/static-debian12:nonroot
@@ -33,6 +34,11 @@ ARG TARGETOS
 ARG TARGETARCH
 ARG VERSION=dev
 ARG COMMIT=unknown
+# Empty means the go command's own cache, in the cache mount below. Set, it
+# is a Go cache program (the go command's GOCACHEPROG, "PROGRAM ARGS..."),
+# for instance one that reads a CI's shared build cache; the program must be
+# in GO_IMAGE. The build's output does not depend on it.
+ARG GOCACHEPROG
 # The Makefile's build target, so the image binary is built with exactly the
 # flags of a local `make build` (CGO_ENABLED=0, -trimpath, the version LDFLAGS);
 # the compiler's cache persists between builds in a cache mount. The

@@ -96,20 +96,24 @@ func docker(t *testing.T, ctx context.Context, e *dockerd.Engine, args ...string
 // answers on port 53.
 func TestDockerfileBuilds(t *testing.T) {
 	e := startEngine(t)
-	// The builder compiles CoreDNS with an empty cache on a machine's first
-	// run, while make test's other builds share the cores.
+	// The builder reads through to this machine's build cache
+	// (serveBuildCache), where make build has compiled the same packages;
+	// what it misses, it compiles while make test's other builds share
+	// the cores.
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Minute)
 	defer cancel()
 	root := repoRoot(t)
 	loadBaseImages(t, ctx, e)
 
 	proxy := serveModuleCache(t, e)
+	cacheProg := serveBuildCache(t, e)
 	const image = "coredns-mcs.test/dockerfile:test"
 	started := time.Now()
 	docker(t, ctx, e, "build", "--progress=plain", "--network=host",
 		"--build-arg", "GO_IMAGE="+goImage,
 		"--build-arg", "BASE_IMAGE="+baseImage,
 		"--build-arg", "GOPROXY="+proxy,
+		"--build-arg", "GOCACHEPROG="+cacheProg,
 		"--build-arg", "VERSION=v0.0.0-dockerfile",
 		"--build-arg", "COMMIT=0000000",
 		"-t", image, root)
@@ -351,6 +355,79 @@ func serveModuleCache(t *testing.T, e *dockerd.Engine) string {
 	return "http://" + l.Addr().String()
 }
 
+// serveBuildCache serves this machine's Go build cache (go env GOCACHE)
+// inside the engine's network namespace, read only, to test/cmd/gocacheprog
+// in goImage, and returns the GOCACHEPROG that runs it. GET /ACTIONID (hex)
+// answers with the action's output, its ID in the Go-Output-Id header, or
+// 404. The build arguments are the same in every run, as serveModuleCache's.
+func serveBuildCache(t *testing.T, e *dockerd.Engine) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := strings.TrimSpace(string(out))
+	l, err := e.NetNS.Listen("tcp", "127.0.0.1:3001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu           sync.Mutex
+		hits, misses int
+	)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		output, ok := buildCacheEntry(dir, strings.TrimPrefix(r.URL.Path, "/"))
+		mu.Lock()
+		if ok {
+			hits++
+		} else {
+			misses++
+		}
+		mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Go-Output-Id", output)
+		http.ServeFile(w, r, filepath.Join(dir, output[:2], output+"-d"))
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() {
+		srv.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		t.Logf("GOCACHEPROG: served %d entries of the build cache, %d misses", hits, misses)
+	})
+	return "gocacheprog http://" + l.Addr().String() + " /tmp/gocacheprog"
+}
+
+// buildCacheEntry reads the entry of action (hex) in the build cache dir
+// (cmd/go/internal/cache's layout: DIR/XX/ACTION-a holds "v1 ACTION OUTPUT
+// SIZE TIME", DIR/XX/OUTPUT-d the output) and returns the output's ID,
+// if the entry and its output are there.
+func buildCacheEntry(dir, action string) (string, bool) {
+	if len(action) != 2*sha256.Size || strings.Trim(action, "0123456789abcdef") != "" {
+		return "", false
+	}
+	entry, err := os.ReadFile(filepath.Join(dir, action[:2], action+"-a"))
+	if err != nil {
+		return "", false
+	}
+	f := strings.Fields(string(entry))
+	if len(f) != 5 || f[0] != "v1" || f[1] != action || len(f[2]) != 2*sha256.Size {
+		return "", false
+	}
+	size, err := strconv.ParseInt(f[3], 10, 64)
+	if err != nil {
+		return "", false
+	}
+	info, err := os.Stat(filepath.Join(dir, f[2][:2], f[2]+"-d"))
+	if err != nil || info.Size() != size {
+		return "", false
+	}
+	return f[2], true
+}
+
 type statusRecorder struct {
 	http.ResponseWriter
 	status int
@@ -362,7 +439,8 @@ func (r *statusRecorder) WriteHeader(code int) {
 }
 
 // loadBaseImages builds and loads goImage (this machine's Go toolchain,
-// with make and bash, as the golang image has them) and baseImage (the
+// with make and bash, as the golang image has them, and
+// test/cmd/gocacheprog) and baseImage (the
 // base layer of internal/ociimage, as distroless static nonroot), unless
 // the engine has them from an earlier run with the same content.
 func loadBaseImages(t *testing.T, ctx context.Context, e *dockerd.Engine) {
@@ -384,6 +462,17 @@ func loadBaseImages(t *testing.T, ctx context.Context, e *dockerd.Engine) {
 		t.Fatal(err)
 	}
 	goFiles = append(goFiles, tools...)
+	cacheProg := filepath.Join(t.TempDir(), "gocacheprog")
+	build := exec.Command("go", "build", "-trimpath", "-o", cacheProg, "./test/cmd/gocacheprog")
+	build.Dir, build.Env = repoRoot(t), append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build gocacheprog: %v\n%s", err, out)
+	}
+	cacheProgData, err := os.ReadFile(cacheProg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goFiles = append(goFiles, ociimage.Regular("/usr/local/bin/gocacheprog", 0o755, cacheProgData))
 	goFiles = append(goFiles,
 		ociimage.Regular("/etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/bash\n")),
 		ociimage.Regular("/etc/group", 0o644, []byte("root:x:0:\n")),
