@@ -48,7 +48,9 @@ gen: ## regenerate coredns/zplugin.go and coredns/zdirectives.go from plugin.cfg
 # test/karmadae2e; a separate compile of the Kubernetes libraries at Karmada's
 # own versions), prometheus (the Prometheus server and promtool, for the
 # alerting rules: test/monitoring and test/e2e), helm (the helm command, for
-# test/helmchart). RELEASE_TESTBIN_SETS are the tools of the release and its
+# test/helmchart). All but karmada and krew compile the main module's
+# versions of the modules they share with it, so that a cold build compiles
+# those once (test/testbin/build.sh). RELEASE_TESTBIN_SETS are the tools of the release and its
 # tests (test/release, make sbom, make vulncheck): sbom (cyclonedx-gomod),
 # cosign, registry (distribution's), krew (krew and validate-krew-manifest)
 # and vuln (govulncheck and an offline vulnerability database).

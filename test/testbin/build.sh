@@ -14,7 +14,7 @@
 # them. The sets are
 #
 #   kube   kube-apiserver, etcd, kubelet, kube-proxy, kube-scheduler,
-#          kube-controller-manager and kubectl (Kubernetes v1.37.1, etcd v3.7.0)
+#          kube-controller-manager and kubectl (Kubernetes v1.37.1, etcd v3.7.2)
 #   mcs    the mcs-api reference controller (servicecontroller)
 #   karmada  karmada-aggregated-apiserver, -controller-manager, -scheduler and
 #          -webhook v1.18.2, with Karmada's own module graph
@@ -30,14 +30,15 @@
 #          database, built from golang.org/x/vulndb's data/osv at the pinned
 #          revision with vulndb's own cmd/indexdb (make vulncheck)
 #
-# kube, helm and prometheus compile with the main module's version of every
-# module they share with it (their go.mod raises a module to it, never lowers
-# one), so that the Kubernetes libraries, gRPC, x/net and the rest compile
-# once in a cold build for make build, go vet, the tests and these sets: the
-# binaries are the releases named above, built against those patch releases
-# of their dependencies. test/internal/testbin's
-# TestSharedSetsCompileTheMainModulesVersions keeps the versions equal. The
-# other sets keep their releases' own graphs.
+# Every set but karmada and krew compiles with the main module's version of
+# every module it shares with it (its go.mod raises a module to it, never
+# lowers one): the Kubernetes libraries, gRPC, x/net and the rest then
+# compile once in a cold build, for make build, go vet, the tests and the
+# sets. The binaries are the releases named above, built against those
+# releases of their dependencies (mcs: controller-runtime v0.25.2 with them).
+# test/internal/testbin's SharedSets lists them and says why karmada and krew
+# are left out; test/cmd/sharedeps aligns them and
+# TestSharedSetsCompileTheMainModulesVersions keeps them aligned.
 #
 # Each set is cached under ${XDG_CACHE_HOME:-$HOME/.cache}/coredns-mcs/testbin/SET-KEY,
 # where KEY hashes everything that decides the output: the set's go.mod,

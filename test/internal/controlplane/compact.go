@@ -22,7 +22,7 @@ import (
 // is not affected.
 //
 // It speaks etcd's JSON gateway, which etcd serves by default on its client
-// URL (go.etcd.io/etcd/server/v3 v3.7.0 embed/config.go,
+// URL (go.etcd.io/etcd/server/v3 v3.7.2 embed/config.go,
 // EnableGRPCGateway; the paths /v3/kv/range and /v3/kv/compaction in
 // go.etcd.io/etcd/api/v3 etcdserverpb/gw/rpc.pb.gw.go).
 func (c *ControlPlane) CompactEtcd(ctx context.Context) (int64, error) {

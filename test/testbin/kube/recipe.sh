@@ -9,7 +9,7 @@ KUBE_VERSION=v1.37.1
 # kube-apiserver and etcd come first: every integration test needs them.
 binaries=(
 	"kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver"
-	# `go install go.etcd.io/etcd/server/v3@v3.7.0` refuses to work because
+	# `go install go.etcd.io/etcd/server/v3@v3.7.2` refuses to work because
 	# the etcd server module has replace directives: build it from this graph.
 	"etcd go.etcd.io/etcd/server/v3"
 	"kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager"
