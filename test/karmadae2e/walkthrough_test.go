@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/karmada"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // within bounds every wait for Karmada. Its controllers act within seconds
@@ -224,8 +225,23 @@ func TestWalkthrough(t *testing.T) {
 		// (pkg/controllers/mcs/service_import_controller.go deletes
 		// derived-NAME only with its ServiceImport): the name keeps its
 		// address, now without endpoints, as a Service without Pods does.
-		time.Sleep(5 * time.Second)
-		with2.await(t, 5*time.Second, name, dns.TypeA, answer{dns.RcodeSuccess, []string{a(name, derivedIP)}})
+		// Nothing marks that Karmada's controllers are done with the
+		// delete: watch that it stays so for 5 s.
+		want := answer{dns.RcodeSuccess, []string{a(name, derivedIP)}}
+		poll.Throughout(t, 5*time.Second, fmt.Sprintf("member2 keeps ServiceImport serve and Service derived-serve, and %s answers %s", name, want), func() (bool, string) {
+			if ok, err := exists(t.Context(), member2Dyn, serviceImportResource, ns, "serve"); !ok {
+				return false, fmt.Sprint("ServiceImport serve: ", err)
+			}
+			if svc, seen := getService(t.Context(), member2, ns, "derived-serve"); svc == nil {
+				return false, "Service derived-serve: " + seen
+			}
+			for _, proto := range []string{"udp", "tcp"} {
+				if got := describe(with2.query(t, proto, name, dns.TypeA)); got.String() != want.String() {
+					return false, proto + ": " + got.String()
+				}
+			}
+			return true, ""
+		})
 		t.Logf("withdraw: after deleting ServiceExport serve, member2 lost derived-serve's EndpointSlices in %s; the import and derived-serve stay, and %s still answers %s",
 			slicesGone.Round(time.Millisecond), name, derivedIP)
 

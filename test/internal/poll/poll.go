@@ -86,3 +86,35 @@ func until(ctx context.Context, cond Cond) (string, bool) {
 		}
 	}
 }
+
+// Throughout fails t unless cond holds at every look over the whole of d:
+// what must stay as it is (nothing happens), rather than come about. It
+// looks at once, then after the pauses Until takes, and a last time once d
+// has passed; it fails at the first look at which cond does not hold, with
+// what cond saw then.
+func Throughout(t testing.TB, d time.Duration, what string, cond Cond) {
+	t.Helper()
+	start := time.Now()
+	looks, seen, ok := throughout(d, cond)
+	if !ok {
+		t.Fatalf("after %s (look %d of a %s watch): no longer %s; seen: %s", time.Since(start).Round(time.Millisecond), looks, d, what, seen)
+	}
+}
+
+// throughout asks cond until d has passed (a last time then) or until it
+// does not hold; it returns how many looks it took, what cond saw last,
+// and whether it held at every look.
+func throughout(d time.Duration, cond Cond) (looks int, seen string, held bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	broke := false
+	until(ctx, func() (bool, string) {
+		looks++
+		var ok bool
+		ok, seen = cond()
+		broke = !ok
+		// A look that does not hold ends the watch.
+		return broke, seen
+	})
+	return looks, seen, !broke
+}

@@ -93,3 +93,30 @@ func (f *fatalT) Fatalf(format string, args ...any) {
 	f.msg = fmt.Sprintf(format, args...)
 	runtime.Goexit()
 }
+
+// TestThroughoutWatchesTheWholeTime: a cond that keeps holding is asked
+// until the time has passed, again and again; one that stops holding ends
+// the watch at that look, with what it saw.
+func TestThroughoutWatchesTheWholeTime(t *testing.T) {
+	start := time.Now()
+	looks, seen, held := throughout(300*time.Millisecond, func() (bool, string) { return true, "" })
+	if !held || looks < 3 || seen != "" || time.Since(start) < 300*time.Millisecond {
+		t.Errorf("a cond that holds: held %v after %d looks in %s, want held, several looks, 300ms", held, looks, time.Since(start))
+	}
+	start = time.Now()
+	looks, seen, held = throughout(time.Minute, func() (bool, string) { return false, "changed" })
+	if held || looks != 1 || seen != "changed" || time.Since(start) > 10*time.Second {
+		t.Errorf("a cond that fails at once: held %v after %d looks, seen %q, in %s", held, looks, seen, time.Since(start))
+	}
+	ft := &fatalT{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		calls := 0
+		Throughout(ft, time.Minute, "the same", func() (bool, string) { calls++; return calls < 3, "call " + strconv.Itoa(calls) })
+	}()
+	<-done
+	if !strings.Contains(ft.msg, "(look 3 of a 1m0s watch): no longer the same; seen: call 3") {
+		t.Errorf("Throughout failed with %q", ft.msg)
+	}
+}
