@@ -325,7 +325,20 @@ func serveModuleCache(t *testing.T, e *dockerd.Engine) string {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(strings.TrimSpace(string(out)), "cache", "download")
-	l, err := e.NetNS.Listen("tcp", "127.0.0.1:3000")
+	files := http.FileServer(http.Dir(dir))
+	return serveCounted(t, e, "127.0.0.1:3000", "GOPROXY: served %d files of the module cache, %d requests not found", func(w http.ResponseWriter, r *http.Request) bool {
+		rec := &statusRecorder{ResponseWriter: w}
+		files.ServeHTTP(rec, r)
+		return rec.status == http.StatusOK || rec.status == 0
+	})
+}
+
+// serveCounted serves handle on addr inside the engine's network namespace
+// until the test ends, and then logs with format how many requests handle
+// served (it returned true) and how many it did not; it returns the URL.
+func serveCounted(t *testing.T, e *dockerd.Engine, addr, format string, handle func(http.ResponseWriter, *http.Request) bool) string {
+	t.Helper()
+	l, err := e.NetNS.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,13 +346,11 @@ func serveModuleCache(t *testing.T, e *dockerd.Engine) string {
 		mu              sync.Mutex
 		served, missing int
 	)
-	files := http.FileServer(http.Dir(dir))
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &statusRecorder{ResponseWriter: w}
-		files.ServeHTTP(rec, r)
+		ok := handle(w, r)
 		mu.Lock()
 		defer mu.Unlock()
-		if rec.status == http.StatusOK || rec.status == 0 {
+		if ok {
 			served++
 		} else {
 			missing++
@@ -350,7 +361,7 @@ func serveModuleCache(t *testing.T, e *dockerd.Engine) string {
 		srv.Close()
 		mu.Lock()
 		defer mu.Unlock()
-		t.Logf("GOPROXY: served %d files of the module cache, %d requests not found", served, missing)
+		t.Logf(format, served, missing)
 	})
 	return "http://" + l.Addr().String()
 }
@@ -367,38 +378,17 @@ func serveBuildCache(t *testing.T, e *dockerd.Engine) string {
 		t.Fatal(err)
 	}
 	dir := strings.TrimSpace(string(out))
-	l, err := e.NetNS.Listen("tcp", "127.0.0.1:3001")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu           sync.Mutex
-		hits, misses int
-	)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	url := serveCounted(t, e, "127.0.0.1:3001", "GOCACHEPROG: served %d entries of the build cache, %d misses", func(w http.ResponseWriter, r *http.Request) bool {
 		output, ok := buildCacheEntry(dir, strings.TrimPrefix(r.URL.Path, "/"))
-		mu.Lock()
-		if ok {
-			hits++
-		} else {
-			misses++
-		}
-		mu.Unlock()
 		if !ok {
 			http.NotFound(w, r)
-			return
+			return false
 		}
 		w.Header().Set("Go-Output-Id", output)
 		http.ServeFile(w, r, filepath.Join(dir, output[:2], output+"-d"))
-	})}
-	go srv.Serve(l)
-	t.Cleanup(func() {
-		srv.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		t.Logf("GOCACHEPROG: served %d entries of the build cache, %d misses", hits, misses)
+		return true
 	})
-	return "gocacheprog http://" + l.Addr().String() + " /tmp/gocacheprog"
+	return "gocacheprog " + url + " /tmp/gocacheprog"
 }
 
 // buildCacheEntry reads the entry of action (hex) in the build cache dir
