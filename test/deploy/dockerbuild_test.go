@@ -31,6 +31,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/internal/filecap"
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/buildcache"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/dockerd"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
@@ -379,43 +380,9 @@ func serveBuildCache(t *testing.T, e *dockerd.Engine) string {
 	}
 	dir := strings.TrimSpace(string(out))
 	url := serveCounted(t, e, "127.0.0.1:3001", "GOCACHEPROG: served %d entries of the build cache, %d misses", func(w http.ResponseWriter, r *http.Request) bool {
-		output, ok := buildCacheEntry(dir, strings.TrimPrefix(r.URL.Path, "/"))
-		if !ok {
-			http.NotFound(w, r)
-			return false
-		}
-		w.Header().Set("Go-Output-Id", output)
-		http.ServeFile(w, r, filepath.Join(dir, output[:2], output+"-d"))
-		return true
+		return buildcache.Handle(dir, w, r)
 	})
 	return "gocacheprog " + url + " /tmp/gocacheprog"
-}
-
-// buildCacheEntry reads the entry of action (hex) in the build cache dir
-// (cmd/go/internal/cache's layout: DIR/XX/ACTION-a holds "v1 ACTION OUTPUT
-// SIZE TIME", DIR/XX/OUTPUT-d the output) and returns the output's ID,
-// if the entry and its output are there.
-func buildCacheEntry(dir, action string) (string, bool) {
-	if len(action) != 2*sha256.Size || strings.Trim(action, "0123456789abcdef") != "" {
-		return "", false
-	}
-	entry, err := os.ReadFile(filepath.Join(dir, action[:2], action+"-a"))
-	if err != nil {
-		return "", false
-	}
-	f := strings.Fields(string(entry))
-	if len(f) != 5 || f[0] != "v1" || f[1] != action || len(f[2]) != 2*sha256.Size {
-		return "", false
-	}
-	size, err := strconv.ParseInt(f[3], 10, 64)
-	if err != nil {
-		return "", false
-	}
-	info, err := os.Stat(filepath.Join(dir, f[2][:2], f[2]+"-d"))
-	if err != nil || info.Size() != size {
-		return "", false
-	}
-	return f[2], true
 }
 
 type statusRecorder struct {
