@@ -55,13 +55,34 @@ func (l *logBuffer) String() string {
 
 // captureLog sends the standard logger, which CoreDNS's plugin logs write
 // to, into a buffer for the rest of the test.
+// The package's bounded logs get their whole budget of lines back, so that
+// what earlier tests of the process logged (in any order with -shuffle, or
+// again with -count) does not spend the lines this test counts.
 func captureLog(t *testing.T) *logBuffer {
 	t.Helper()
 	buf := &logBuffer{}
 	out, flags := golog.Writer(), golog.Flags()
 	golog.SetOutput(buf)
 	t.Cleanup(func() { golog.SetOutput(out); golog.SetFlags(flags) })
+	restoreLogBudgets()
 	return buf
+}
+
+// restoreLogBudgets starts a new window in each of the package's bounded
+// logs, under its lock: goroutines of the test may be logging already.
+func restoreLogBudgets() {
+	restore := func(mu *sync.Mutex, w *logWindow) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.start, w.lines, w.suppressed = w.now(), 0, 0
+	}
+	restore(&conflictLogger.mu, &conflictLogger.logWindow)
+	restore(&objectLog.mu, &objectLog.logWindow)
+	l := localConflictLogger
+	restore(&l.mu, &l.logWindow)
+	l.mu.Lock()
+	clear(l.logged)
+	l.mu.Unlock()
 }
 
 // fakeClients returns fake clientsets whose discovery serves ServiceImport
