@@ -71,19 +71,21 @@ func captureLog(t *testing.T) *logBuffer {
 // restoreLogBudgets starts a new window in each of the package's bounded
 // logs, under its lock: goroutines of the test may be logging already.
 func restoreLogBudgets() {
-	restore := func(mu *sync.Mutex, w *logWindow) {
-		mu.Lock()
-		defer mu.Unlock()
-		w.start, w.lines, w.suppressed = w.now(), 0, 0
-	}
-	restore(&conflictLogger.mu, &conflictLogger.logWindow)
-	restore(&objectLog.mu, &objectLog.logWindow)
-	l := localConflictLogger
-	restore(&l.mu, &l.logWindow)
+	c, o, l := conflictLogger, objectLog, localConflictLogger
+	c.mu.Lock()
+	c.restart()
+	c.mu.Unlock()
+	o.mu.Lock()
+	o.restart()
+	o.mu.Unlock()
 	l.mu.Lock()
+	l.restart()
 	clear(l.logged)
 	l.mu.Unlock()
 }
+
+// restart starts a new window with its whole budget of lines.
+func (w *logWindow) restart() { w.start, w.lines, w.suppressed = w.now(), 0, 0 }
 
 // fakeClients returns fake clientsets whose discovery serves ServiceImport
 // at v1beta1.

@@ -10,16 +10,17 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/fstest"
 
 	"github.com/coredns-mcs/coredns-mcs/test/internal/buildcache"
 )
 
 // A module of two packages, so that a build has a compile of its own
 // besides the standard library's.
-var module = map[string]string{
-	"go.mod":     "module hello\n\ngo 1.26\n",
-	"lib/lib.go": "package lib\n\nfunc Greeting() string { return \"hello from lib\" }\n",
-	"main.go":    "package main\n\nimport \"hello/lib\"\n\nfunc main() { println(lib.Greeting()) }\n",
+var module = fstest.MapFS{
+	"go.mod":     {Data: []byte("module hello\n\ngo 1.26\n")},
+	"lib/lib.go": {Data: []byte("package lib\n\nfunc Greeting() string { return \"hello from lib\" }\n")},
+	"main.go":    {Data: []byte("package main\n\nimport \"hello/lib\"\n\nfunc main() { println(lib.Greeting()) }\n")},
 }
 
 // TestBuildReadsServedCache builds a module once, serves this machine's
@@ -90,14 +91,8 @@ func setUp(t *testing.T) (string, string) {
 		t.Fatalf("go build gocacheprog: %v\n%s", err, out)
 	}
 	src := t.TempDir()
-	for name, text := range module {
-		path := filepath.Join(src, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.CopyFS(src, module); err != nil {
+		t.Fatal(err)
 	}
 	return prog, src
 }
