@@ -26,7 +26,7 @@ KUBECTL_MCS := build/kubectl-mcs
 IMAGE_TAG ?= $(if $(filter file,$(origin VERSION)),$(RELEASE_VERSION),$(VERSION))
 IMAGE ?= ghcr.io/coredns-mcs/coredns-mcs:$(IMAGE_TAG)
 
-.PHONY: all build kubectl-mcs gen check-gen test testbin-chain test-unit test-e2e testbin run run-front help lint clean image image-name release release-check release-version sbom vulncheck bench
+.PHONY: all build kubectl-mcs gen check-gen test test-all testbin-chain test-unit test-e2e test-node test-karmada test-release testbin run run-front help lint clean image image-name release release-check release-version sbom vulncheck bench
 
 all: build kubectl-mcs
 
@@ -64,29 +64,29 @@ testbin: ## build (once) the third-party binaries of the tests; prints their dir
 # checks generated files, and instrumenting every upstream plugin it links
 # would add minutes to a cold build.
 #
-# On a cold machine most of `make test` is compiling. The third-party
-# binaries build in one background chain from the start, in the order the
-# integration tests need them (TESTBIN_ORDER), filling the gaps of the
-# foreground builds: kube and helm (every suite; test/swap, the first to
-# start), stock CoreDNS 1.14.4 (test/swap), prometheus and mcs (test/e2e),
-# stock CoreDNS at every other version a platform ships (test/e2e
-# TestFrontAtShippedVersions), the release tools (test/release), karmada
-# (test/clusterse2e, test/karmadae2e). The integration tests start as soon
-# as the unit tests pass, without waiting for the chain: a test asks
-# test/testbin/build.sh for its set (test/internal/testbin), which returns
-# at once when the set is built, waits for the build under way (its lock),
-# or builds it. Most integration tests wait on servers, not on the CPU, so
-# their time overlaps the chain's. The tests without the race detector use
-# the flags of `make build` (CGO_ENABLED=0, -trimpath), so that they reuse
-# its compiled packages instead of compiling CoreDNS and client-go again.
-TESTBIN_ORDER := build.sh kube helm; stock 1.14.4; build.sh prometheus mcs; stock; build.sh $(RELEASE_TESTBIN_SETS); build.sh karmada
+# Two tiers (test/README.md has each suite's place, needs and times):
+#   make test      the contributor's: lint, the unit tests (race detector),
+#                  the hostile bounds and a short fuzz run, and the plugin
+#                  against a real kube-apiserver and etcd (test/e2e, with the
+#                  front at TEST_FRONT_VERSIONS only), kubectl mcs, the
+#                  chart, the alerting rules and the harness's own tests.
+#   make test-all  everything, what CI runs (.ci/run): the above, then the
+#                  real node and the swap, two real clusters, Karmada, the
+#                  images in Docker, the release and its signing, and the
+#                  front at every CoreDNS version a platform ships.
+#
+# On a cold machine most of a tier is compiling. The third-party binaries
+# build in one background chain from the start, in the order the suites
+# need them (TEST_ORDER, TEST_ALL_ORDER), filling the gaps of the foreground
+# builds. The integration tests start as soon as the unit tests pass,
+# without waiting for the chain: a test asks test/testbin/build.sh for its
+# set (test/internal/testbin), which returns at once when the set is built,
+# waits for the build under way (its lock), or builds it. Most integration
+# tests wait on servers, not on the CPU, so their time overlaps the chain's.
+# The tests without the race detector use the flags of `make build`
+# (CGO_ENABLED=0, -trimpath), so that they reuse its compiled packages
+# instead of compiling CoreDNS and client-go again.
 NORACE := CGO_ENABLED=0 $(GO) test -trimpath -count=1
-# go test starts the test binaries in the order of the packages it is given,
-# two at once on two cores (its default -p): the longest first (a few minutes
-# each, on a warm machine), so that the run ends on short packages rather
-# than on one long package alone. test/swap before test/clusterse2e: both
-# want node cluster 0 (test/internal/node's lock), and this order runs them apart.
-TEST_FIRST := ./test/swap/ ./test/e2e/ ./test/release/
 
 # The tests that bound the CPU of a query and of an event at the API
 # server's limits check nothing under the race detector, which slows every
@@ -95,20 +95,70 @@ TEST_FIRST := ./test/swap/ ./test/e2e/ ./test/release/
 HOSTILE_TESTS := Hostile|SmallEvent
 FUZZTIME ?= 15s
 
-test: ## unit tests (race detector on the plugin), then integration and end-to-end tests against a real API server
-	@set -euo pipefail; mkdir -p build; \
-	setsid $(MAKE) --no-print-directory testbin-chain >build/testbin.log 2>&1 & chain=$$!; \
-	trap 'kill -- -$$chain 2>/dev/null; true' EXIT; \
+# make test's suites, and the versions of stock CoreDNS its front runs at
+# (test/e2e TestFrontAtShippedVersions): the newest, this module's, and
+# 1.14.4, the newest without forward's read_timeout (k3s ships it).
+TEST_PACKAGES := ./test/e2e/ ./test/kubectlmcs/ ./test/helmchart/ ./test/monitoring/ \
+	./test/internal/controlplane/ ./test/internal/harness/ ./test/internal/poll/ \
+	./test/internal/process/ ./test/cmd/mcsbench/
+TEST_FRONT_VERSIONS := 1.14.4 1.15.0
+TEST_ORDER := build.sh kube helm; build.sh prometheus mcs; stock 1.14.4
+# make test-all's: go test starts the test binaries in the order of the
+# packages it is given, two at once on two cores (its default -p): the
+# longest first, so that the run ends on short packages rather than on one
+# long package alone. test/swap before test/clusterse2e: both want node
+# cluster 0 (test/internal/node's lock), and this order runs them apart.
+TEST_ALL_FIRST := ./test/swap/ ./test/e2e/ ./test/release/
+TEST_ALL_ORDER := build.sh kube helm; stock 1.14.4; build.sh prometheus mcs; stock; build.sh $(RELEASE_TESTBIN_SETS); build.sh karmada
+
+# unit: what both tiers run first, in the foreground, while the chain
+# builds.
+define unit_tests
+	$(MAKE) --no-print-directory lint; \
 	$(MAKE) --no-print-directory build; \
 	$(GO) test -race -count=1 ./plugin/... ./internal/...; \
 	$(NORACE) -run '$(HOSTILE_TESTS)' ./plugin/multicluster/; \
 	$(GO) test -run '^$$' -fuzz FuzzHostileObjects -fuzztime $(FUZZTIME) ./plugin/multicluster/; \
-	$(NORACE) ./coredns/...; \
-	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 80m $(TEST_FIRST) ./test/...; \
+	$(NORACE) ./coredns/...;
+endef
+
+# with_chain runs its recipe with the chain of $(1) in the background, and
+# fails when the chain failed (the tests built what they needed).
+define with_chain
+	@set -euo pipefail; mkdir -p build; \
+	setsid $(MAKE) --no-print-directory testbin-chain TESTBIN_ORDER='$(1)' >build/testbin.log 2>&1 & chain=$$!; \
+	trap 'kill -- -$$chain 2>/dev/null; true' EXIT; \
+	$(2) \
 	wait $$chain || { cat build/testbin.log >&2; echo "the background build of the test binaries failed (the tests built what they needed)" >&2; exit 1; }; \
 	trap - EXIT
+endef
 
-testbin-chain: ## build the test binaries in the order the suites need them (make test starts it in the background)
+test: ## the contributor's tier: lint, unit tests (race detector), hostile bounds, a short fuzz run, and the plugin, kubectl mcs, the chart and the alerts against a real API server
+	$(call with_chain,$(TEST_ORDER),$(unit_tests) \
+	FRONT_VERSIONS='$(TEST_FRONT_VERSIONS)' COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 40m $(TEST_PACKAGES);)
+
+test-all: ## everything, what CI runs: make test's suites, then the real node and the swap, two clusters, Karmada, Docker, the release, and the front at every shipped CoreDNS
+	$(call with_chain,$(TEST_ALL_ORDER),$(unit_tests) \
+	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 80m $(TEST_ALL_FIRST) ./test/...;)
+
+# One layer at a time, each building what it needs (test/README.md).
+test-e2e: build ## the plugin against a real API server (test/e2e), the front at TEST_FRONT_VERSIONS
+	FRONT_VERSIONS='$(TEST_FRONT_VERSIONS)' COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 40m ./test/e2e/
+
+test-node: build ## a real node: kubeadm's CoreDNS swapped for this image, and two real clusters (root, Debian's containerd, runc, CNI plugins)
+	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 60m ./test/internal/node/ ./test/swap/ ./test/clusterse2e/
+
+test-karmada: build ## Karmada's control plane walking through docs/karmada.md
+	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 40m ./test/karmadae2e/
+
+test-release: build ## the release, its signing, the images in Docker, and make run as the README says (root, Debian's docker.io, skopeo, qemu-user-static)
+	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 60m ./test/release/ ./test/deploy/ ./test/runfront/
+
+# The chain's steps (test/testbin/chain.sh); make test and make test-all
+# give their own.
+TESTBIN_ORDER ?= $(TEST_ALL_ORDER)
+
+testbin-chain: ## build the test binaries in the order the suites need them (make test and test-all start it in the background)
 	@GO='$(GO)' bash test/testbin/chain.sh '$(TESTBIN_ORDER)'
 
 test-unit: ## unit tests only (seconds)
