@@ -195,6 +195,18 @@ func parseOption(c *caddy.Controller, m *Multicluster, option string) error {
 			return c.Errf("ttl must be in range [0, %d]: %d", maxTTL, ttl)
 		}
 		m.ttl = uint32(ttl)
+	case "max_udp_size":
+		if len(args) != 1 {
+			return c.Errf("max_udp_size needs exactly one size in octets, got %d arguments", len(args))
+		}
+		size, err := strconv.Atoi(args[0])
+		if err != nil {
+			return c.Errf("max_udp_size %q is not a number", args[0])
+		}
+		if size < dns.MinMsgSize || size > dns.MaxMsgSize {
+			return c.Errf("max_udp_size must be in range [%d, %d]: %d", dns.MinMsgSize, dns.MaxMsgSize, size)
+		}
+		m.maxUDPSize = size
 	case "fallthrough":
 		if _, err := normalizeZones(c, args); err != nil {
 			return err

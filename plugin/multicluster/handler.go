@@ -173,7 +173,7 @@ func (m *Multicluster) decideFallback(w dns.ResponseWriter, r *dns.Msg, name str
 	}
 	q := r.Question[0]
 	zone := q.Name[len(q.Name)-len(d.zone):] // keep the case of the query
-	d.req.limit = replyLimit(w, r)
+	d.req.limit = m.replyLimit(w, r)
 	a := m.service(d.req, v, q.Name, q.Qtype, zone)
 	if a.rcode == dns.RcodeNameError {
 		// The name does not exist here either: let the cluster-local plugin
@@ -203,7 +203,7 @@ func (m *Multicluster) decideClusterset(w dns.ResponseWriter, r *dns.Msg, name s
 	}
 	zone := q.Name[len(q.Name)-len(d.zone):]
 	d.req = parseRequest(name, d.zone)
-	d.req.limit = replyLimit(w, r)
+	d.req.limit = m.replyLimit(w, r)
 	a, v := m.name(d.req, q.Name, q.Qtype, zone)
 	d.view = v
 	if a.rcode == dns.RcodeNameError && m.Fall.Through(name) {

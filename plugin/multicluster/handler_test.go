@@ -191,7 +191,15 @@ func TestServeClusterset(t *testing.T) {
 // checkCase runs tc through m, with SOA serials zeroed before comparing.
 func checkCase(t *testing.T, m *Multicluster, tc test.Case) {
 	t.Helper()
-	rec := dnstest.NewRecorder(&test.ResponseWriter{})
+	checkCaseOver(t, m, tc, &test.ResponseWriter{})
+}
+
+// checkCaseOver is checkCase asked through w: over TCP, with
+// &test.ResponseWriter{TCP: true}, for an answer larger than a UDP reply
+// without EDNS0 carries.
+func checkCaseOver(t *testing.T, m *Multicluster, tc test.Case, w *test.ResponseWriter) {
+	t.Helper()
+	rec := dnstest.NewRecorder(w)
 	if _, err := m.ServeDNS(context.Background(), rec, tc.Msg()); err != nil {
 		t.Fatalf("ServeDNS: %v", err)
 	}

@@ -18,6 +18,11 @@ const (
 	defaultZone = "clusterset.local."
 	defaultTTL  = 5
 	maxTTL      = 3600
+	// defaultMaxUDPSize caps the plugin's UDP answers whatever buffer a
+	// client advertises: the size DNS Flag Day 2020 recommends, which
+	// avoids IP fragmentation, and keeps what a spoofed small query can
+	// make the server send to its victim near the query's own size.
+	defaultMaxUDPSize = 1232
 )
 
 // Multicluster is the plugin.
@@ -41,6 +46,10 @@ type Multicluster struct {
 	ptrZone string
 
 	namespaces map[string]struct{} // empty: all namespaces
+
+	// maxUDPSize caps the size of the plugin's answers over UDP (the
+	// max_udp_size option): larger ones are truncated, with TC.
+	maxUDPSize int
 
 	// failover answers a fallback name from its import while the local
 	// Service of that name has no ready endpoint.
@@ -107,6 +116,7 @@ func New() *Multicluster {
 		sources:    newSources(x),
 		counters:   newQueryCounters(),
 		namespaces: map[string]struct{}{},
+		maxUDPSize: defaultMaxUDPSize,
 	}
 }
 

@@ -43,18 +43,49 @@ func (m *Multicluster) reply(ctx context.Context, w dns.ResponseWriter, r *dns.M
 const minRecordLen = 16
 
 // replyLimit is the most records of each section worth making for the reply
-// to r: over UDP, one more than its buffer holds, so that the server still
-// truncates the reply and sets TC, and the client asks again over TCP; over
-// TCP, maxAnswerRecords (capAnswer).
-func replyLimit(w dns.ResponseWriter, r *dns.Msg) int {
-	if _, udp := w.RemoteAddr().(*net.UDPAddr); !udp {
+// to r: over UDP, one more than its buffer (udpSize) holds, so that the
+// reply is still truncated, with TC, and the client asks again over TCP;
+// over TCP, maxAnswerRecords (capAnswer).
+func (m *Multicluster) replyLimit(w dns.ResponseWriter, r *dns.Msg) int {
+	size, udp := m.udpSize(w, r)
+	if !udp {
 		return maxAnswerRecords
+	}
+	return min(size/minRecordLen+1, maxAnswerRecords)
+}
+
+// udpSize is the most octets the plugin's reply to r may take over UDP: the
+// buffer the client advertises (RFC 6891; 512 without EDNS0), at most
+// maxUDPSize. It reports false over TCP.
+func (m *Multicluster) udpSize(w dns.ResponseWriter, r *dns.Msg) (int, bool) {
+	if _, udp := w.RemoteAddr().(*net.UDPAddr); !udp {
+		return 0, false
 	}
 	size := dns.MinMsgSize
 	if opt := r.IsEdns0(); opt != nil {
 		size = max(size, int(opt.UDPSize()))
 	}
-	return min(size/minRecordLen+1, maxAnswerRecords)
+	return min(size, m.maxUDPSize), true
+}
+
+// fitUDP cuts resp, the plugin's reply to r, to udpSize over UDP, setting
+// TC when it cuts. The server cuts every reply to the buffer the request
+// advertises (CoreDNS's ScrubWriter); lowering that buffer in r, as the
+// bufsize plugin does, is not enough, since a plugin before this one may
+// pass on a copy of the request (cache does). So the reply is cut here,
+// with the OPT record the server would add, which then advertises the
+// plugin's size.
+func (m *Multicluster) fitUDP(w dns.ResponseWriter, r *dns.Msg, resp *dns.Msg) {
+	size, udp := m.udpSize(w, r)
+	if !udp {
+		return
+	}
+	if opt := r.IsEdns0(); opt != nil && int(opt.UDPSize()) > size {
+		opt.SetUDPSize(uint16(size)) // #nosec G115 -- at most maxUDPSize, a uint16
+	}
+	state := corerequest.Request{W: w, Req: r}
+	state.SizeAndDo(resp)
+	resp.Truncate(size)
 }
 
 // servfail writes SERVFAIL for a clusterset name the plugin cannot answer:
@@ -103,6 +134,7 @@ func (m *Multicluster) write(w dns.ResponseWriter, r *dns.Msg, d *decision) (han
 		q := r.Question[0]
 		resp.Ns = []dns.RR{soa(q.Name[len(q.Name)-len(d.zone):], m.serial(), ttl)}
 	}
+	m.fitUDP(w, r, resp)
 	w.WriteMsg(resp)
 	return true, dns.RcodeSuccess, nil
 }

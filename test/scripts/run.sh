@@ -29,6 +29,7 @@ run_pick_ports PORT=1053/dns HEALTH_PORT=18080 READY_PORT=18181 METRICS_PORT=191
 cat > "$dir/Corefile" <<COREFILE
 .:$PORT {
     errors
+    bufsize 1232
     log
     health 127.0.0.1:$HEALTH_PORT
     ready 127.0.0.1:$READY_PORT

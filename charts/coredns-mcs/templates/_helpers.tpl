@@ -194,6 +194,7 @@ depend on each other; helm install, template and lint --strict fail on them.
 {{- else if .Values.isClusterService -}}
 .:53 {
     errors
+    bufsize 1232
     health {
         lameduck 5s
     }
@@ -209,6 +210,7 @@ depend on each other; helm install, template and lint --strict fail on them.
 {{- else -}}
 .:53 {
     errors
+    bufsize 1232
     health {
         lameduck 5s
     }
