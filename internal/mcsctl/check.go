@@ -214,7 +214,13 @@ func check(ctx context.Context, o *options, stdout io.Writer) (int, error) {
 		} else if e, err := startEngine(ctx, cf, *mcBlock, cfg, o.clientConfig()); err != nil {
 			c.add(fail, "imports", "running the plugin: %v", err)
 		} else {
-			checkImports(c, e.mc)
+			if checkImports(c, e.mc) {
+				if r, err := readImports(ctx, cfg, e.mc.WatchedNamespaces()); err != nil {
+					c.add(warn, "imports", "listing the ServiceImports as the server reads them: %v", err)
+				} else {
+					r.lines(c)
+				}
+			}
 			e.Stop()
 		}
 	}
@@ -400,23 +406,26 @@ func checkNodeLocal(ctx context.Context, c *checker, kube kubeclient.Interface) 
 	c.add(fail, "nodelocaldns", "node-local-dns runs without a clusterset.local server block: it sends clusterset names upstream; apply manifests/nodelocaldns (docs/nodelocaldns.md)")
 }
 
-func checkImports(c *checker, mc *multicluster.Multicluster) {
+// checkImports checks the imports the plugin serves, and reports whether
+// it serves any (it is not degraded).
+func checkImports(c *checker, mc *multicluster.Multicluster) bool {
 	if d := mc.Degraded(); d != "" {
 		c.add(fail, "imports", "the plugin is degraded: %s", d)
-		return
+		return false
 	}
 	imports := mc.Imports()
-	var empty []string
+	var empty Sample
 	for _, imp := range imports {
 		if !imp.Headless && len(imp.Addresses) == 0 {
-			empty = append(empty, imp.Namespace+"/"+imp.Name)
+			empty.add(imp.Namespace + "/" + imp.Name)
 		}
 	}
 	c.add(ok, "imports", "%d ServiceImports served", len(imports))
-	if len(empty) > 0 {
-		c.add(fail, "imports", "%d ClusterSetIP imports have no address and answer NODATA: %s (docs/runbooks.md#corednsmulticlusterimportswithoutaddresses)", len(empty), strings.Join(empty, ", "))
+	if empty.Count > 0 {
+		c.add(fail, "imports", "%d ClusterSetIP imports have no address and answer NODATA: %s (docs/runbooks.md#corednsmulticlusterimportswithoutaddresses)", empty.Count, empty)
 	}
 	if copies := mc.PerClusterCopies(); len(copies) > 0 {
-		c.add(warn, "imports", "%d per-cluster copies (labelled multicluster.kubernetes.io/service-name) are not served: %s; expected with Lighthouse", len(copies), strings.Join(copies, ", "))
+		c.add(warn, "imports", "%d per-cluster copies (labelled multicluster.kubernetes.io/service-name) are not served: %s; expected with Lighthouse", len(copies), few(copies))
 	}
+	return true
 }

@@ -18,7 +18,6 @@ import (
 	kubeclient "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 )
 
 // Engine is one server block's multicluster and kubernetes plugins, run in
@@ -29,36 +28,49 @@ type Engine struct {
 	mc       *multicluster.Multicluster
 	k        *kubernetes.Kubernetes // nil: the block has no kubernetes stanza
 	stops    []func()
+	// imports is the plugin's read of the ServiceImports, for the ones it
+	// skips; nil when they could not be listed (importsErr says why).
+	imports    *importReport
+	importsErr error
 }
 
 // readAccess is what explain reads, as the plugins list and watch it.
 var readAccess = []struct {
 	what string
-	list func(context.Context, kubeclient.Interface, mcsclient.Interface) error
+	list func(context.Context, kubeclient.Interface, *rest.Config) error
 }{
-	{"services", func(ctx context.Context, k kubeclient.Interface, _ mcsclient.Interface) error {
+	{"services", func(ctx context.Context, k kubeclient.Interface, _ *rest.Config) error {
 		_, err := k.CoreV1().Services("").List(ctx, meta.ListOptions{Limit: 1})
 		return err
 	}},
-	{"endpointslices.discovery.k8s.io", func(ctx context.Context, k kubeclient.Interface, _ mcsclient.Interface) error {
+	{"endpointslices.discovery.k8s.io", func(ctx context.Context, k kubeclient.Interface, _ *rest.Config) error {
 		_, err := k.DiscoveryV1().EndpointSlices("").List(ctx, meta.ListOptions{Limit: 1})
 		return err
 	}},
-	{"namespaces", func(ctx context.Context, k kubeclient.Interface, _ mcsclient.Interface) error {
+	{"namespaces", func(ctx context.Context, k kubeclient.Interface, _ *rest.Config) error {
 		_, err := k.CoreV1().Namespaces().List(ctx, meta.ListOptions{Limit: 1})
 		return err
 	}},
-	{"serviceimports.multicluster.x-k8s.io", func(ctx context.Context, _ kubeclient.Interface, m mcsclient.Interface) error {
-		_, err := m.MulticlusterV1beta1().ServiceImports("").List(ctx, meta.ListOptions{Limit: 1})
-		if apierrors.IsNotFound(err) {
-			_, err = m.MulticlusterV1alpha1().ServiceImports("").List(ctx, meta.ListOptions{Limit: 1})
-		}
-		if apierrors.IsNotFound(err) {
+	// Through the plugin's own decoder, as its informers list them: a typed
+	// client fails the whole page on one object it cannot decode.
+	{"serviceimports.multicluster.x-k8s.io", func(ctx context.Context, _ kubeclient.Interface, cfg *rest.Config) error {
+		l, err := multicluster.NewImportLister(cfg)
+		if errors.Is(err, multicluster.ErrImportsNotServed) {
 			return nil // no CRD: the plugin is degraded, which explain shows
+		}
+		if err != nil {
+			return err
+		}
+		err = l.List(ctx, "", 1, func(multicluster.ImportObject) error { return errListed })
+		if errors.Is(err, errListed) {
+			return nil
 		}
 		return err
 	}},
 }
+
+// errListed stops a list at its first object: listing is allowed.
+var errListed = errors.New("listed")
 
 // checkReadAccess lists each resource explain reads once, and names every
 // one the user may not list.
@@ -67,13 +79,9 @@ func checkReadAccess(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return err
 	}
-	mcs, err := mcsclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
 	var denied []string
 	for _, r := range readAccess {
-		err := r.list(ctx, kube, mcs)
+		err := r.list(ctx, kube, cfg)
 		switch {
 		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
 			denied = append(denied, r.what)
@@ -178,6 +186,11 @@ type Result struct {
 	Answer     []string     `json:"answer,omitempty"`
 	Authority  []string     `json:"authority,omitempty"`
 	Additional []string     `json:"additional,omitempty"`
+	// SkippedImports are the ServiceImports the server skips, whatever
+	// the name asked.
+	SkippedImports *Sample `json:"skippedImports,omitempty"`
+	// Note says what explain could not find out, if anything.
+	Note string `json:"note,omitempty"`
 }
 
 func (e *Engine) Explain(r *dns.Msg) Result {
@@ -185,6 +198,18 @@ func (e *Engine) Explain(r *dns.Msg) Result {
 	res := Result{Question: q.Name, Type: dns.TypeToString[q.Qtype], Corefile: e.corefile, Block: e.block}
 	ex := e.mc.Explain(r)
 	res.Steps = ex.Steps
+	switch {
+	case e.importsErr != nil:
+		res.Note = fmt.Sprintf("the ServiceImports the server skips are not known: %v", e.importsErr)
+	case e.imports != nil && e.imports.skipped.Count > 0:
+		s := e.imports.skipped
+		res.SkippedImports = &s
+		if key, ok := serviceOf(q.Name); ok {
+			if why, ok := e.imports.skippedByName[key]; ok {
+				res.Steps = append(res.Steps, fmt.Sprintf("the ServiceImport %s exists, but the server skips it, and logs why: %s", key, why))
+			}
+		}
+	}
 	msg := ex.Answer
 	if ex.Handled {
 		res.AnsweredBy = "multicluster"
@@ -279,5 +304,18 @@ func (o *options) startFor(ctx context.Context, cfg *rest.Config, kube kubeclien
 		return nil, err
 	}
 	e.corefile = cf.source
+	e.imports, e.importsErr = readImports(ctx, cfg, e.mc.WatchedNamespaces())
 	return e, nil
+}
+
+// serviceOf returns the NAMESPACE/SERVICE of a name of the MCS DNS schema
+// (SERVICE.NAMESPACE.svc.ZONE and the names below it).
+func serviceOf(name string) (string, bool) {
+	labels := dns.SplitDomainName(strings.ToLower(name))
+	for i := 2; i < len(labels); i++ {
+		if labels[i] == "svc" {
+			return labels[i-1] + "/" + labels[i-2], true
+		}
+	}
+	return "", false
 }

@@ -96,6 +96,16 @@ func explain(ctx context.Context, o *options, args []string, stdout io.Writer) (
 }
 
 func printResult(w io.Writer, res Result) {
+	printAnswer(w, res)
+	if s := res.SkippedImports; s != nil {
+		fmt.Fprintf(w, "\nNote: %d ServiceImports are skipped by the server, which logs each (kubectl mcs check): %s\n", s.Count, s)
+	}
+	if res.Note != "" {
+		fmt.Fprintf(w, "\nNote: %s\n", res.Note)
+	}
+}
+
+func printAnswer(w io.Writer, res Result) {
 	fmt.Fprintf(w, "%s %s\n", res.Question, res.Type)
 	if f := res.Front; f != nil {
 		if f.Block != "" {

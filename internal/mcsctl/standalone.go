@@ -383,7 +383,7 @@ func frontReview(ctx context.Context, c *checker, kube kubeclient.Interface, l l
 		}
 	}
 	if len(reverse) > 0 {
-		c.add(ok, "front", "%s: the reverse zones %s go to coredns-mcs (PTR of ClusterSetIPs)", fc.source, strings.Join(reverse, " "))
+		c.add(ok, "front", "%s: the reverse zones %s go to coredns-mcs (PTR of ClusterSetIPs)", fc.source, few(reverse))
 	} else {
 		c.add(warn, "front", "%s: no reverse zone goes to coredns-mcs: PTR of ClusterSetIPs answer NXDOMAIN; %s, with --clusterset-cidr RANGE", fc.source, fix)
 	}
@@ -415,12 +415,12 @@ func frontReview(ctx context.Context, c *checker, kube kubeclient.Interface, l l
 		for _, k := range stale {
 			at = append(at, k+" -> "+seen[k])
 		}
-		c.add(fail, "front", "%s: %s forward to an address that is not the standalone Service's ClusterIP %s (the Service was re-created?): %s", fc.source, strings.Join(at, ", "), ip, fix)
+		c.add(fail, "front", "%s: %s forward to an address that is not the standalone Service's ClusterIP %s (the Service was re-created?): %s", fc.source, few(at), ip, fix)
 	case len(noForward) == 0:
 		c.add(ok, "front", "%s: %d blocks forward to the standalone Service %s at its ClusterIP %s", fc.source, len(forwarding), l.serviceName(), ip)
 	}
 	if len(noForward) > 0 {
-		c.add(fail, "front", "%s: %s have no forward to coredns-mcs; %s", fc.source, strings.Join(noForward, ", "), fix)
+		c.add(fail, "front", "%s: %s have no forward to coredns-mcs; %s", fc.source, few(noForward), fix)
 	}
 
 	// The stand-in: what answers while coredns-mcs does not.
@@ -434,7 +434,7 @@ func frontReview(ctx context.Context, c *checker, kube kubeclient.Interface, l l
 	case standIn == nil:
 		c.add(fail, "front", "%s: no stand-in block (127.0.0.1:%d, template NXDOMAIN): while coredns-mcs is down or hung, forwarded names answer SERVFAIL instead of the front's own NXDOMAIN; %s", fc.source, front.DefaultStandInPort, fix)
 	case len(noStandIn) > 0 || !standIns["127.0.0.1:"+strconv.Itoa(portOf(*standIn))]:
-		c.add(fail, "front", "%s: the stand-in block %s is not the second address of every forward (%s): %s", fc.source, strings.Join(standIn.Keys, " "), strings.Join(noStandIn, ", "), fix)
+		c.add(fail, "front", "%s: the stand-in block %s is not the second address of every forward (%s): %s", fc.source, strings.Join(standIn.Keys, " "), few(noStandIn), fix)
 	default:
 		c.add(ok, "front", "%s: stand-in %s answers NXDOMAIN while coredns-mcs does not answer", fc.source, strings.Join(standIn.Keys, " "))
 	}
@@ -447,7 +447,7 @@ func frontReview(ctx context.Context, c *checker, kube kubeclient.Interface, l l
 		}
 	}
 	if len(unmetered) > 0 {
-		c.add(fail, "front", "%s: %s have no prometheus: the front's coredns_dns_* metrics do not count the queries they take; %s", fc.source, strings.Join(unmetered, ", "), fix)
+		c.add(fail, "front", "%s: %s have no prometheus: the front's coredns_dns_* metrics do not count the queries they take; %s", fc.source, few(unmetered), fix)
 	} else {
 		c.add(ok, "front", "%s: prometheus in every added block", fc.source)
 	}
@@ -501,7 +501,7 @@ func checkNoLoop(c *checker, cf *corefile) {
 		}
 	}
 	if len(forwards) > 0 {
-		c.add(fail, "loop", "%s: server block %s has forward: what the standalone server passes on goes back to the front, which forwards it here (a loop), or off the cluster; remove it (%s)", cf.source, strings.Join(forwards, ", "), fix)
+		c.add(fail, "loop", "%s: server block %s has forward: what the standalone server passes on goes back to the front, which forwards it here (a loop), or off the cluster; remove it (%s)", cf.source, few(forwards), fix)
 	}
 	for _, b := range cf.blocks {
 		st, _, has := stanza(b, "multicluster")

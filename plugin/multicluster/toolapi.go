@@ -4,6 +4,8 @@
 package multicluster
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,7 +16,10 @@ import (
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/kubernetes"
 	"github.com/miekg/dns"
+	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubeclient "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	kjson "sigs.k8s.io/json"
 )
 
 // The functions of this file run the plugin outside a DNS server, for tools
@@ -139,3 +144,126 @@ func (OfflineWriter) Close() error                { return nil }
 func (OfflineWriter) TsigStatus() error           { return nil }
 func (OfflineWriter) TsigTimersOnly(bool)         {}
 func (OfflineWriter) Hijack()                     {}
+
+// ErrImportsNotServed is NewImportLister's error when the API server serves
+// ServiceImports in neither version the plugin reads.
+var ErrImportsNotServed = errCRDMissing
+
+// ImportObject is one ServiceImport as the server reads it: decoded by the
+// plugin's own decoder (imports.go) and validated by its own conversion
+// (convert.go).
+type ImportObject struct {
+	// Namespace and Name are empty when not even the metadata decoded.
+	Namespace, Name string
+	// Skipped says why the server leaves the object out, as it logs it:
+	// the fields DNS reads do not decode, or the object cannot be named in
+	// DNS. Nil: the server keeps it.
+	Skipped error
+	// Problems are the parts of a kept object the server drops, described.
+	Problems []string
+	// PerClusterCopy: a controller's per-cluster copy, kept but never
+	// served.
+	PerClusterCopy bool
+	// JSON is the object as the API server sent it.
+	JSON []byte
+}
+
+// ImportLister lists ServiceImports as the informers read them: in the
+// version the API server serves, through the same REST clients and the same
+// decoder, so that a tool finds the objects the server cannot read, one by
+// one, where a typed client fails the whole list.
+type ImportLister struct {
+	version string
+	imports *restImports
+}
+
+// NewImportLister returns a lister of the version the API server serves, or
+// ErrImportsNotServed.
+func NewImportLister(cfg *rest.Config) (*ImportLister, error) {
+	kube, err := kubeclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	version, err := servedImportVersion(kube)
+	if err != nil {
+		return nil, err
+	}
+	imports, err := newRESTImports(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &ImportLister{version: version, imports: imports}, nil
+}
+
+// Version is the ServiceImport version listed: v1beta1 or v1alpha1.
+func (l *ImportLister) Version() string { return l.version }
+
+// List lists the ServiceImports of namespace (all when empty), pageSize at
+// a time (0: the informers' page size), and calls each with every one, in
+// the API server's order. It stops at the first error of the API server or
+// of each, and returns it.
+func (l *ImportLister) List(ctx context.Context, namespace string, pageSize int64, each func(ImportObject) error) error {
+	if pageSize <= 0 {
+		pageSize = listPageSize
+	}
+	c := l.imports.clients[l.version]
+	opts := meta.ListOptions{Limit: pageSize}
+	for pages := 0; ; pages++ {
+		body, err := c.Get().Namespace(namespace).Resource(importResource).VersionedParams(&opts, meta.ParameterCodec).Do(ctx).Raw()
+		if err != nil {
+			return fmt.Errorf("list %s.%s/%s: %w", importResource, mcsGroup, l.version, err)
+		}
+		// The items are kept as JSON, each decoded apart below, as
+		// importObjectList decodes them.
+		var page struct {
+			Metadata meta.ListMeta     `json:"metadata"`
+			Items    []json.RawMessage `json:"items"`
+		}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(body, &page); err != nil {
+			return &undecodableError{fmt.Errorf("list of %s: %w", importResource, err)}
+		}
+		for _, raw := range page.Items {
+			if err := each(readImport(raw)); err != nil {
+				return err
+			}
+		}
+		next := page.Metadata.Continue
+		if next == "" {
+			return nil
+		}
+		if next == opts.Continue {
+			return fmt.Errorf("list %s: the API server returned the same continue token twice (after %d pages)", importResource, pages+1)
+		}
+		opts = meta.ListOptions{Limit: pageSize, Continue: next}
+	}
+}
+
+// readImport decodes and converts one ServiceImport as the informers do
+// (toImportSpec).
+func readImport(raw []byte) ImportObject {
+	var o importObject
+	out := ImportObject{JSON: raw}
+	if err := o.UnmarshalJSON(raw); err != nil {
+		out.Skipped = err
+		return out
+	}
+	if u := o.unusable; u != nil {
+		out.Skipped = fmt.Errorf("its metadata does not decode (%v): %s", u.err, u.excerpt)
+		return out
+	}
+	out.Namespace, out.Name = o.Namespace, o.Name
+	if o.err != nil {
+		out.Skipped = o.err
+		return out
+	}
+	spec, problems, err := newImportSpec(o.fields())
+	out.Skipped, out.Problems = err, problems
+	out.PerClusterCopy = spec != nil && spec.perClusterCopy
+	return out
+}
+
+// WatchedNamespaces returns the namespaces of the stanza's namespaces
+// option, sorted; none: every namespace.
+func (m *Multicluster) WatchedNamespaces() []string {
+	return slices.Sorted(maps.Keys(m.namespaces))
+}
