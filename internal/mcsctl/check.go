@@ -15,6 +15,7 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
@@ -202,8 +203,7 @@ func check(ctx context.Context, o *options, stdout io.Writer) (int, error) {
 		case err != nil:
 			c.add(warn, "clusterproperty", "ClusterProperty cluster.clusterset.k8s.io: %v", err)
 		default:
-			value, _, _ := unstructuredString(prop.Object, "spec", "value")
-			c.add(ok, "clusterproperty", "this cluster's id is %q (ClusterProperty cluster.clusterset.k8s.io)", value)
+			checkClusterProperty(c, prop)
 		}
 	}
 
@@ -264,21 +264,19 @@ func checkReady(c *checker, name string, dep *appsv1.Deployment) {
 	}
 }
 
-func lastPathElement(image string) string {
-	return image[strings.LastIndex(image, "/")+1:]
+// checkClusterProperty says which cluster id the server takes from the
+// ClusterProperty prop, reading it as the server does: a value that is no
+// cluster id is taken as none.
+func checkClusterProperty(c *checker, prop *unstructured.Unstructured) {
+	if id, problem := multicluster.ClusterIDOf(prop); problem != "" {
+		c.add(warn, "clusterproperty", "ClusterProperty cluster.clusterset.k8s.io: %s: answers do not prefer the local cluster unless the Corefile sets cluster_id", clip(problem, 2*maxReason))
+	} else {
+		c.add(ok, "clusterproperty", "this cluster's id is %q (ClusterProperty cluster.clusterset.k8s.io)", id)
+	}
 }
 
-func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
-	var cur any = obj
-	for _, f := range fields {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return "", false, nil
-		}
-		cur = m[f]
-	}
-	s, ok := cur.(string)
-	return s, ok, nil
+func lastPathElement(image string) string {
+	return image[strings.LastIndex(image, "/")+1:]
 }
 
 // servedVersions returns the versions of group, of those given, in which

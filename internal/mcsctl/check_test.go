@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestLeavesOutImported(t *testing.T) {
@@ -58,6 +59,32 @@ func TestCheckReady(t *testing.T) {
 		checkReady(c, "kube-system/coredns-mcs", d)
 		if len(c.lines) != 1 || c.lines[0].Status != tc.want || !strings.Contains(c.lines[0].Message, tc.text) {
 			t.Errorf("%v ready %d: %+v", tc.replicas, tc.ready, c.lines)
+		}
+	}
+}
+
+// TestCheckClusterProperty: check says the id the server takes, lower case,
+// and warns of a value the server takes as none.
+func TestCheckClusterProperty(t *testing.T) {
+	for _, tc := range []struct {
+		value  any
+		status status
+		text   string
+	}{
+		{"West", ok, `this cluster's id is "west"`},
+		{"east.eu", ok, `this cluster's id is "east.eu"`},
+		{"not an id", warn, `spec.value "not an id" is not a cluster id`},
+		{int64(7), warn, `spec.value "" is not a cluster id`},
+	} {
+		prop := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "about.k8s.io/v1alpha1", "kind": "ClusterProperty",
+			"metadata": map[string]any{"name": "cluster.clusterset.k8s.io"},
+			"spec":     map[string]any{"value": tc.value},
+		}}
+		c := &checker{}
+		checkClusterProperty(c, prop)
+		if len(c.lines) != 1 || c.lines[0].Status != tc.status || !strings.Contains(c.lines[0].Message, tc.text) {
+			t.Errorf("value %v: %+v, want %s with %q", tc.value, c.lines, tc.status, tc.text)
 		}
 	}
 }

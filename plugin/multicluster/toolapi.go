@@ -11,12 +11,14 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/coredns/caddy"
 	"github.com/coredns/coredns/plugin/kubernetes"
 	"github.com/miekg/dns"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubeclient "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	kjson "sigs.k8s.io/json"
@@ -266,4 +268,19 @@ func readImport(raw []byte) ImportObject {
 // option, sorted; none: every namespace.
 func (m *Multicluster) WatchedNamespaces() []string {
 	return slices.Sorted(maps.Keys(m.namespaces))
+}
+
+// ClusterIDOf returns the local cluster id the server takes from the
+// ClusterProperty u, or "" and why it takes none.
+func ClusterIDOf(u *unstructured.Unstructured) (id, problem string) {
+	obj, err := toClusterIDSpec(u)
+	switch o := obj.(type) {
+	case nil:
+		return "", fmt.Sprint(err)
+	case *withProblems:
+		return "", strings.Join(o.problems, "; ")
+	case *clusterIDSpec:
+		return o.id, ""
+	}
+	return "", fmt.Sprintf("unexpected %T", obj)
 }

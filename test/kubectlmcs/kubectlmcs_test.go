@@ -81,7 +81,10 @@ func newCluster(t *testing.T) *cluster {
 	}
 }
 
-func startCluster(t *testing.T) *cluster {
+// installCluster is newCluster with coredns-mcs installed as the shipped
+// manifests install it, and a Corefile in its ConfigMap: what kubectl mcs
+// reads, without a coredns process.
+func installCluster(t *testing.T) *cluster {
 	t.Helper()
 	c := newCluster(t)
 	cp := c.cp
@@ -100,7 +103,17 @@ func startCluster(t *testing.T) *cluster {
 	}
 	c.setImage(t, "ghcr.io/coredns-mcs/coredns-mcs:v0.1.0")
 	c.clusterProperty(t, "west")
+	c.corefile = corefileText(cp.Kubeconfig, 53, 8181, "")
+	c.setCorefile(t, c.corefile)
+	return c
+}
 
+// startCluster is installCluster, and a coredns process on loopback with
+// the same Corefile.
+func startCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := installCluster(t)
+	cp := c.cp
 	binary, err := harness.CoreDNSBinary(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
