@@ -40,13 +40,13 @@ func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 
 func (f *frontOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&f.platform, "platform", "", "the cluster DNS's platform: "+strings.Join(front.PlatformNames(), ", ")+" (default: detected)")
-	fs.StringVar(&f.standalone, "standalone-service", "kube-system/coredns-mcs", "NAMESPACE/NAME of the standalone coredns-mcs Service (front)")
-	fs.Var(&f.cidrs, "clusterset-cidr", "a ClusterSetIP range whose PTR coredns-mcs answers (front; repeat for several)")
-	fs.StringVar(&f.clusterDomain, "cluster-domain", front.DefaultClusterDomain, "the cluster's DNS domain (front)")
-	fs.DurationVar(&f.readTimeout, "read-timeout", front.DefaultReadTimeout, "how long the cluster DNS waits for coredns-mcs before answering NXDOMAIN itself (front)")
-	fs.StringVar(&f.version, "coredns-version", "", "the cluster DNS's CoreDNS version, e.g. 1.12.1 (front; default: read from its image tag)")
-	fs.BoolVar(&f.apply, "apply", false, "apply the configuration instead of printing it (front)")
-	fs.BoolVar(&f.remove, "remove", false, "the configuration without coredns-mcs: what removes it (front)")
+	fs.StringVar(&f.standalone, "standalone-service", "kube-system/coredns-mcs", "NAMESPACE/NAME of the standalone coredns-mcs Service")
+	fs.Var(&f.cidrs, "clusterset-cidr", "a ClusterSetIP range whose PTR coredns-mcs answers (repeat for several)")
+	fs.StringVar(&f.clusterDomain, "cluster-domain", front.DefaultClusterDomain, "the cluster's DNS domain")
+	fs.DurationVar(&f.readTimeout, "read-timeout", front.DefaultReadTimeout, "how long the cluster DNS waits for coredns-mcs before answering NXDOMAIN itself")
+	fs.StringVar(&f.version, "coredns-version", "", "the cluster DNS's CoreDNS version, e.g. 1.12.1 (default: read from its image tag)")
+	fs.BoolVar(&f.apply, "apply", false, "apply the configuration instead of printing it")
+	fs.BoolVar(&f.remove, "remove", false, "the configuration without coredns-mcs: what removes it")
 }
 
 // frontCmd prints, or applies, the configuration the cluster's DNS needs
@@ -365,7 +365,10 @@ func frontApply(ctx context.Context, kube kubeclient.Interface, row *front.Info,
 		if err := setConfigMapKey(ctx, kube, "coredns-custom", front.CustomKey, front.Corefile(servers)); err != nil {
 			return 1, err
 		}
-		fmt.Fprintf(stderr, "applied: kube-system/coredns-custom %s; CoreDNS's reload does not see imported files change: kubectl -n kube-system rollout restart deploy/coredns\n", front.CustomKey)
+		// CoreDNS's reload hashes the Corefile with its imports followed
+		// (parse in plugin/reload/reload.go, v1.13.1 and v1.15.0), so it
+		// sees the imported key change once the kubelet updates the mount.
+		fmt.Fprintf(stderr, "applied: kube-system/coredns-custom %s (CoreDNS's reload picks it up within its interval once the kubelet has updated the mounted ConfigMap, up to a minute or two; kubectl -n kube-system rollout restart deploy/coredns applies it at once)\n", front.CustomKey)
 	case front.KubeDNS:
 		cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-dns", meta.GetOptions{})
 		existing := map[string][]string{}

@@ -33,10 +33,19 @@ Usage:
                                     for its platform, with the standalone Service's current address
   kubectl mcs version
 
-Flags (every command):
+kubectl mcs COMMAND --help lists the flags of COMMAND.
 `
 
-// options are the flags every command takes.
+// commandUsage is the usage line of each command, for COMMAND --help.
+var commandUsage = map[string]string{
+	"explain": "kubectl mcs explain NAME [TYPE]: the decision and records for NAME (A, AAAA, SRV; an IP address: PTR)",
+	"check":   "kubectl mcs check: the cluster's setup, one line per check; exit 1 when something is wrong",
+	"front":   "kubectl mcs front [--apply] [--remove]: the cluster DNS's configuration that forwards to coredns-mcs standalone",
+	"version": "kubectl mcs version: the version of kubectl mcs",
+}
+
+// options are the flags of the commands; each command takes those flags
+// registers for it.
 type options struct {
 	kubeconfig string
 	context    string
@@ -48,15 +57,26 @@ type options struct {
 	verbose    bool
 }
 
-func (o *options) flags(fs *flag.FlagSet) {
+// flags registers the flags of cmd: the API server's for every command
+// that asks it, the Corefile's for the commands that read it.
+func (o *options) flags(fs *flag.FlagSet, cmd string) {
+	o.output, o.timeout = "text", 30*time.Second
+	if cmd == "version" {
+		return
+	}
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	fs.StringVar(&o.context, "context", "", "the kubeconfig context to use")
-	fs.StringVar(&o.configMap, "corefile-configmap", "", "NAMESPACE/NAME of the ConfigMap that holds the Corefile (key Corefile) (default: kube-system/coredns-mcs in the standalone layout, else kube-system/coredns)")
-	fs.StringVar(&o.corefile, "corefile", "", "read the Corefile from this file instead of the ConfigMap")
-	fs.StringVar(&o.deployment, "deployment", "", "NAMESPACE/NAME of the coredns-mcs Deployment (check) (default: kube-system/coredns-mcs in the standalone layout, else kube-system/coredns)")
-	fs.StringVar(&o.output, "o", "text", "output format: text or json")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Second, "how long to wait for the API server and the caches")
 	fs.BoolVar(&o.verbose, "v", false, "print the plugins' own log lines (to stderr)")
+	if cmd == "front" {
+		return
+	}
+	fs.StringVar(&o.configMap, "corefile-configmap", "", "NAMESPACE/NAME of the ConfigMap that holds the Corefile (key Corefile) (default: kube-system/coredns-mcs in the standalone layout, else kube-system/coredns)")
+	fs.StringVar(&o.corefile, "corefile", "", "read the Corefile from this file instead of the ConfigMap")
+	fs.StringVar(&o.output, "o", "text", "output format: text or json")
+	if cmd == "check" {
+		fs.StringVar(&o.deployment, "deployment", "", "NAMESPACE/NAME of the coredns-mcs Deployment (default: kube-system/coredns-mcs in the standalone layout, else kube-system/coredns)")
+	}
 }
 
 // clientConfig is the kubeconfig loader of kubectl: --kubeconfig, else
@@ -93,11 +113,26 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	cmd, rest := args[0], args[1:]
+	line, known := commandUsage[cmd]
+	if !known {
+		fmt.Fprintf(stderr, "kubectl mcs: unknown command %q\n\n", cmd)
+		printUsage(stderr)
+		return 2
+	}
 	var o options
 	var f frontOptions
 	fs := flag.NewFlagSet("kubectl mcs "+cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	o.flags(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: %s\n", line)
+		n := 0
+		fs.VisitAll(func(*flag.Flag) { n++ })
+		if n > 0 {
+			fmt.Fprint(stderr, "\nFlags:\n")
+			fs.PrintDefaults()
+		}
+	}
+	o.flags(fs, cmd)
 	if cmd == "front" {
 		f.flags(fs)
 	}
@@ -105,6 +140,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var positional []string
 	for {
 		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
 			return 2
 		}
 		if fs.NArg() == 0 {
@@ -144,8 +182,6 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		code, err = frontCmd(ctx, &o, &f, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "kubectl-mcs %s\n", Version)
-	default:
-		err = fmt.Errorf("%w: unknown command %q", errUsage, cmd)
 	}
 	switch {
 	case errors.Is(err, errUsage):
@@ -161,11 +197,4 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func printUsage(w io.Writer) {
 	fmt.Fprint(w, usage)
-	fs := flag.NewFlagSet("kubectl mcs", flag.ContinueOnError)
-	fs.SetOutput(w)
-	var o options
-	o.flags(fs)
-	var f frontOptions
-	f.flags(fs)
-	fs.PrintDefaults()
 }
