@@ -368,3 +368,26 @@ func TestShippedVersionsMeasured(t *testing.T) {
 		t.Errorf("docs/platforms.md's shipped versions table has rows %v, want %v (run TestFrontAtShippedVersions and write its figures)", rows, want)
 	}
 }
+
+// TestK3sVersionInDocs: where the README, docs/platforms.md and make
+// run-front name the CoreDNS version k3s ships, it is one the table says a
+// k3s release ships.
+func TestK3sVersionInDocs(t *testing.T) {
+	claim := regexp.MustCompile(`PLATFORM=k3s[^\n]*?COREDNS_VERSION=v?([0-9.]+[0-9])`)
+	seen := 0
+	for _, path := range []string{"../../README.md", "../../docs/platforms.md", "../../test/scripts/run-front.sh"} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range claim.FindAllSubmatch(data, -1) {
+			seen++
+			if v := string(m[1]); !ShipsCoreDNS(K3s, v) {
+				t.Errorf("%s: %q names CoreDNS %s as k3s's, which no k3s release of the table ships", path, m[0], v)
+			}
+		}
+	}
+	if seen < 3 {
+		t.Errorf("found %d claims of k3s's CoreDNS version in the README, docs/platforms.md and run-front.sh, want one in each", seen)
+	}
+}

@@ -266,6 +266,10 @@ func TestApplyRefusesManaged(t *testing.T) {
 			if code != 0 || err != nil || !strings.Contains(errOut, "applied: ") {
 				t.Errorf("%s: %d %v\n%s", tc.name, code, err, errOut)
 			}
+			// CoreDNS's reload follows imported files (docs/platforms.md).
+			if strings.Contains(errOut, "coredns-custom") && !strings.Contains(errOut, "reload picks it up") {
+				t.Errorf("%s: the message does not say that reload picks the imported file up:\n%s", tc.name, errOut)
+			}
 			continue
 		}
 		if code != 1 || err == nil {

@@ -121,7 +121,7 @@ Corefiles: $front_corefile, $standalone_corefile
 Logs: $dir/front.log, $dir/standalone.log
 Ports of 127.0.0.1: front $PORT (stand-in $STAND_IN_PORT, health $HEALTH_PORT, ready $READY_PORT, metrics $METRICS_PORT),
 standalone $STANDALONE_PORT (health $STANDALONE_HEALTH_PORT, ready $STANDALONE_READY_PORT, metrics $STANDALONE_METRICS_PORT).
-PLATFORM=k3s runs k3s's Corefile; COREDNS_VERSION=1.13.1 the CoreDNS k3s ships. Ctrl-C stops everything.
+PLATFORM=k3s runs k3s's Corefile; COREDNS_VERSION=1.14.4 the CoreDNS k3s ships. Ctrl-C stops everything.
 MSG
 
 restart() {
