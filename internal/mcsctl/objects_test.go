@@ -147,3 +147,37 @@ func TestSample(t *testing.T) {
 		t.Errorf("clip = %q", got)
 	}
 }
+
+// TestServiceOf: the import a name of the MCS DNS schema asks for, which
+// explain looks up among those the server skips.
+func TestServiceOf(t *testing.T) {
+	for name, want := range map[string]string{
+		"cart.shop.svc.clusterset.local.":            "shop/cart",
+		"Cart.Shop.svc.clusterset.local.":            "shop/cart",
+		"_http._tcp.cart.shop.svc.clusterset.local.": "shop/cart",
+		"pod-1.east.db.shop.svc.cluster.local.":      "shop/db",
+		"svc.shop.svc.clusterset.local.":             "shop/svc",
+		"shop.svc.clusterset.local.":                 "",
+		"example.com.":                               "",
+	} {
+		got, ok := serviceOf(name)
+		if got != want || ok != (want != "") {
+			t.Errorf("serviceOf(%s) = %q, %v; want %q", name, got, ok, want)
+		}
+	}
+}
+
+// TestPrintSkipped: explain's text ends with the imports the server skips,
+// counted, the first few named.
+func TestPrintSkipped(t *testing.T) {
+	var s Sample
+	for i := range 40 {
+		s.add(fmt.Sprintf("bulk/odd-%02d (unknown spec.type \"Odd\")", i))
+	}
+	var out strings.Builder
+	printResult(&out, Result{Question: "cart.shop.svc.clusterset.local.", Type: "A", AnsweredBy: "multicluster", Rcode: "NOERROR", SkippedImports: &s})
+	want := `Note: 40 ServiceImports are skipped by the server, which logs each (kubectl mcs check): bulk/odd-00 (unknown spec.type "Odd"), bulk/odd-01 (unknown spec.type "Odd"), bulk/odd-02 (unknown spec.type "Odd"), bulk/odd-03 (unknown spec.type "Odd"), bulk/odd-04 (unknown spec.type "Odd") and 35 more`
+	if !strings.Contains(out.String(), want+"\n") {
+		t.Errorf("explain prints\n%s\nwant a line\n%s", out.String(), want)
+	}
+}
