@@ -259,6 +259,21 @@ func forwardTargets(b caddyfile.ServerBlock) ([]string, bool) {
 	return to, true
 }
 
+// forwardReadTimeout is how long the forward of b waits for an upstream's
+// answer before it asks the next: its read_timeout, else the 2 s forward
+// waits without one (defaultReadTimeout in plugin/forward/forward.go of
+// CoreDNS v1.15.0; before read_timeout existed, readTimeout in
+// plugin/pkg/proxy/proxy.go of v1.13.1).
+func forwardReadTimeout(b caddyfile.ServerBlock) string {
+	tokens := b.Tokens["forward"]
+	for i, t := range tokens {
+		if t.Text == "read_timeout" && i+1 < len(tokens) && tokens[i+1].Line == t.Line {
+			return tokens[i+1].Text
+		}
+	}
+	return "2s"
+}
+
 // hostOf returns the address of a forward target without its port.
 func hostOf(target string) string {
 	if h, _, err := net.SplitHostPort(target); err == nil {
@@ -648,7 +663,7 @@ func explainFront(ctx context.Context, kube kubeclient.Interface, l layout, r *d
 		fr.Forwarded = true
 		standIn := ""
 		if len(to) > 1 {
-			standIn = fmt.Sprintf(" (then the stand-in %s, when it does not answer in time: NXDOMAIN)", strings.Join(to[1:], " "))
+			standIn = fmt.Sprintf(" (then the stand-in %s, when it does not answer within %s: NXDOMAIN)", strings.Join(to[1:], " "), forwardReadTimeout(*b))
 		}
 		say("forwarded to the standalone Service %s at its ClusterIP %s%s", l.serviceName(), ip, standIn)
 	case added:

@@ -154,3 +154,31 @@ func TestCheckNoLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestForwardReadTimeout: explain says how long the front waits for the
+// standalone server: the forward's read_timeout, or forward's fixed 2 s on
+// a CoreDNS without it.
+func TestForwardReadTimeout(t *testing.T) {
+	for _, c := range []struct {
+		version, want string
+	}{
+		{"1.14.6", "20ms"},
+		{"1.14.4", "2s"},
+	} {
+		servers, err := front.Options{Standalone: "10.96.0.53", CoreDNSVersion: c.version}.Servers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks, err := caddyfile.Parse("Corefile", strings.NewReader(front.Corefile(servers)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := takeBlock(blocks, "cart.shop.svc.clusterset.local.")
+		if b == nil {
+			t.Fatalf("CoreDNS %s: no block takes the clusterset name", c.version)
+		}
+		if got := forwardReadTimeout(*b); got != c.want {
+			t.Errorf("CoreDNS %s: read timeout %s, want %s", c.version, got, c.want)
+		}
+	}
+}

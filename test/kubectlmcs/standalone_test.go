@@ -260,7 +260,7 @@ func TestStandaloneLayout(t *testing.T) {
 			"the cluster's DNS (front): server block cluster.local:53 of ConfigMap kube-system/coredns (between the coredns-mcs markers)",
 			"view multicluster: name() matches '" + front.ServiceNamePattern("cluster.local") + "' is true for cart.shop.svc.cluster.local.",
 			"the front's kubernetes plugin has no such name and falls through (fallthrough cluster.local.)",
-			"forwarded to the standalone Service kube-system/coredns-mcs at its ClusterIP " + standaloneIP(t, s.kube) + " (then the stand-in 127.0.0.1:5301",
+			"forwarded to the standalone Service kube-system/coredns-mcs at its ClusterIP " + standaloneIP(t, s.kube) + " (then the stand-in 127.0.0.1:5301, when it does not answer within 20ms: NXDOMAIN)",
 			"then coredns-mcs standalone: server block .:53 of ConfigMap kube-system/coredns-mcs",
 			"no local Service shop/cart: the import answers",
 			"Answer of the multicluster plugin: NOERROR",
