@@ -196,8 +196,7 @@ func Render(p Platform, o Options, corefile string) (string, error) {
 		if strings.TrimSpace(corefile) == "" {
 			return "", fmt.Errorf("%s: the cluster's Corefile is needed: the add-on's corefile value replaces the whole Corefile", p)
 		}
-		out, err := json.MarshalIndent(map[string]string{"corefile": Merge(corefile, Corefile(servers))}, "", "  ")
-		return string(out) + "\n", err
+		return EKSValue(Merge(corefile, Corefile(servers)))
 	case CoreDNSChart:
 		return toYAML(map[string]any{"servers": append([]Server{ChartDefaultServer}, servers...)})
 	case RKE2:
@@ -213,6 +212,18 @@ func Render(p Platform, o Options, corefile string) (string, error) {
 		})
 	}
 	return "", fmt.Errorf("unknown platform %q: want one of %s", p, strings.Join(PlatformNames(), ", "))
+}
+
+// EKSValue returns the EKS CoreDNS add-on's configuration value (the JSON
+// that aws eks update-addon --configuration-values takes) whose corefile
+// is corefile. The add-on takes the value whole: keys not in it go back to
+// the add-on's defaults (docs/platforms.md, EKS).
+func EKSValue(corefile string) (string, error) {
+	out, err := json.MarshalIndent(map[string]string{"corefile": corefile}, "", "  ")
+	if err != nil {
+		return "", fmt.Errorf("the add-on's configuration value: %w", err)
+	}
+	return string(out) + "\n", nil
 }
 
 // OpenShiftServer returns the spec.servers entry of OpenShift's DNS

@@ -407,11 +407,22 @@ func frontRemove(ctx context.Context, kube kubeclient.Interface, row *front.Info
 	switch p {
 	case front.Kubeadm, front.EKS:
 		restored := front.Remove(live)
-		if !apply || p == front.EKS {
-			fmt.Fprint(stdout, restored)
-			if apply {
-				return 1, notAnObject(ctx, kube, row, "the Corefile printed")
+		if p == front.EKS {
+			// The add-on takes the same value as the install, its Corefile
+			// without the blocks: aws eks update-addon cannot take a bare
+			// Corefile.
+			value, err := front.EKSValue(restored)
+			if err != nil {
+				return 1, err
 			}
+			fmt.Fprint(stdout, value)
+			if apply {
+				return 1, notAnObject(ctx, kube, row, "the value printed")
+			}
+			return 0, nil
+		}
+		if !apply {
+			fmt.Fprint(stdout, restored)
 			return 0, nil
 		}
 		if err := setConfigMapKey(ctx, kube, "coredns", "Corefile", restored); err != nil {

@@ -355,3 +355,38 @@ func TestFrontReviewOpenShift(t *testing.T) {
 		t.Errorf("without it: %+v", lines)
 	}
 }
+
+// TestFrontRemoveEKS: --remove on the EKS add-on prints the same form as
+// the install, the add-on's configuration value, whose corefile is the
+// cluster's Corefile without coredns-mcs's blocks: aws eks update-addon
+// --configuration-values takes no bare Corefile.
+func TestFrontRemoveEKS(t *testing.T) {
+	_, installed, _, err := runFrontOn(t, platformObjects("eks"), "--platform=eks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var value map[string]string
+	if err := json.Unmarshal([]byte(installed), &value); err != nil {
+		t.Fatal(err)
+	}
+	objs := platformObjects("eks")
+	for _, o := range objs {
+		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == "coredns" {
+			cm.Data["Corefile"] = value["corefile"]
+		}
+	}
+	code, out, errOut, err := runFrontOn(t, objs, "--platform=eks", "--remove")
+	if code != 0 || err != nil {
+		t.Fatalf("front --platform eks --remove: %d %v\n%s", code, err, errOut)
+	}
+	value = nil
+	if err := json.Unmarshal([]byte(out), &value); err != nil {
+		t.Fatalf("stdout of --remove is not the add-on's JSON value: %v\n%s", err, out)
+	}
+	if len(value) != 1 || value["corefile"] != front.KubeadmCorefile {
+		t.Errorf("the value of --remove, want the corefile without the blocks:\n%s", out)
+	}
+	if code, out, _, err := runFrontOn(t, objs, "--platform=eks", "--remove", "--apply"); code != 1 || err == nil || !strings.Contains(err.Error(), "aws eks update-addon") || json.Unmarshal([]byte(out), &value) != nil {
+		t.Errorf("--remove --apply on the add-on: %d %v\n%s", code, err, out)
+	}
+}

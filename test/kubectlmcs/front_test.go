@@ -236,6 +236,13 @@ func TestFrontPerPlatform(t *testing.T) {
 		if code, _, errOut = p.front(t, "--platform", "eks", "--apply"); code != 1 || !strings.Contains(errOut, "aws eks update-addon") {
 			t.Errorf("front --platform eks --apply: %d, %s (want 1 and how to apply it)", code, errOut)
 		}
+		// Removal prints the same form: the value, its corefile without
+		// the blocks (here the cluster's Corefile had none).
+		code, out, errOut = p.front(t, "--platform", "eks", "--remove")
+		value.Corefile = ""
+		if err := json.Unmarshal([]byte(out), &value); code != 0 || err != nil || value.Corefile != front.KubeadmCorefile {
+			t.Errorf("front --platform eks --remove: %d %v, want the add-on value with the cluster's Corefile:\n%s%s", code, err, out, errOut)
+		}
 	})
 	t.Run("kube-dns", func(t *testing.T) {
 		existing := `{"corp.example":["10.1.2.3"]}`
