@@ -18,6 +18,11 @@ import (
 
 const hostileBenchFile = "plugin/multicluster/hostile_bench_test.go"
 
+// hostileBenchFiles are the files copied into the base revision: the
+// hostile benchmarks, and what a small UDP query makes the server send
+// (BenchmarkHostileWire).
+var hostileBenchFiles = []string{hostileBenchFile, "plugin/multicluster/wire_bench_test.go"}
+
 // hostileResult is the two runs.
 type hostileResult struct {
 	base        string // the base revision, as given
@@ -45,13 +50,15 @@ func measureHostile(ctx context.Context, root, base string, count int) *hostileR
 		return h
 	}
 	defer func() { _ = exec.Command("git", "-C", root, "worktree", "remove", "--force", dir).Run() }()
-	bench, err := os.ReadFile(filepath.Join(root, hostileBenchFile))
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, hostileBenchFile), bench, 0o644)
-	}
-	if err != nil {
-		h.err = err
-		return h
+	for _, f := range hostileBenchFiles {
+		bench, err := os.ReadFile(filepath.Join(root, f))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, f), bench, 0o644)
+		}
+		if err != nil {
+			h.err = err
+			return h
+		}
 	}
 	status("hostile-object benchmarks of %s (%s)", base, h.baseCommit)
 	// Once: at the base, some take seconds an operation.
@@ -59,7 +66,34 @@ func measureHostile(ctx context.Context, root, base string, count int) *hostileR
 	return h
 }
 
-var benchMem = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([0-9.]+) ns/op\s+([0-9.]+) B/op`)
+// benchMem reads a benchmark's line: its name, ns/op and B/op, with the
+// metrics it reports of its own (b.ReportMetric) between the two.
+var benchMem = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+([0-9.]+) ns/op((?:\s+[0-9.e+]+ [A-Za-z-]+)*?)\s+([0-9.]+) B/op`)
+
+// benchMetric is one metric of benchMem's third group.
+var benchMetric = regexp.MustCompile(`([0-9.e+]+) ([A-Za-z-]+)`)
+
+// metric returns the median of the metric unit (b.ReportMetric) of the
+// benchmark name, and whether it reported one.
+func (g goBench) metric(name, unit string) (float64, bool) {
+	var all []float64
+	for _, l := range g.lines {
+		m := benchMem.FindStringSubmatch(l)
+		if m == nil || m[1] != name {
+			continue
+		}
+		for _, mm := range benchMetric.FindAllStringSubmatch(m[3], -1) {
+			if mm[2] == unit {
+				v, _ := strconv.ParseFloat(mm[1], 64)
+				all = append(all, v)
+			}
+		}
+	}
+	if len(all) == 0 {
+		return 0, false
+	}
+	return median(all), true
+}
 
 // medians returns the median ns/op and B/op of each benchmark, by name, in
 // the order they ran.
@@ -74,7 +108,7 @@ func (g goBench) medians() (names []string, ns, bytes map[string]float64) {
 			names = append(names, m[1])
 		}
 		n, _ := strconv.ParseFloat(m[2], 64)
-		b, _ := strconv.ParseFloat(m[3], 64)
+		b, _ := strconv.ParseFloat(m[4], 64)
 		nsAll[m[1]] = append(nsAll[m[1]], n)
 		bAll[m[1]] = append(bAll[m[1]], b)
 	}
@@ -120,6 +154,28 @@ func (h *hostileResult) write(p func(string, ...any)) {
 			return "met"
 		}
 		return "**missed**"
+	}
+	// The wire: what a small UDP query makes the server send.
+	var wire []string
+	for _, name := range names {
+		if strings.HasPrefix(name, "BenchmarkHostileWire/") {
+			wire = append(wire, name)
+		}
+	}
+	if len(wire) > 0 {
+		p("\nThe wire: a query over UDP that advertises a 65,535-octet buffer, the reply as CoreDNS's server sends it (`plugin/multicluster/wire_bench_test.go`; the plugin's `max_udp_size`, default 1232):\n\n")
+		p("| benchmark | %s: reply | amplification | this tree: reply | amplification |\n|---|---|---|---|---|\n", h.baseCommit)
+		for _, name := range wire {
+			cell := func(g goBench, unit, format string) string {
+				if v, ok := g.metric(name, unit); ok {
+					return fmt.Sprintf(format, v)
+				}
+				return "-"
+			}
+			p("| `%s` | %s | %s | %s | %s |\n", strings.TrimPrefix(name, "Benchmark"),
+				cell(h.prev, "reply-octets", "%.0f octets"), cell(h.prev, "amplification", "%.0fx"),
+				cell(h.after, "reply-octets", "%.0f octets"), cell(h.after, "amplification", "%.0fx"))
+		}
 	}
 	p("\nThe worst query of this tree: %s and %s (targets 5 ms and 4 MiB: %s); the worst event: %s (target 50 ms: %s). Times are the wall time of one goroutine on a quiet machine: near its CPU time, and never below it.\n", fmtNs(queryNs, true), fmtBytes(queryB, true), met(queryNs <= 5e6 && queryB <= 4<<20), fmtNs(eventNs, true), met(eventNs <= 50e6))
 	p("\n`%s` (this tree), and once at %s:\n\n```\n%s\n```\n\n```\n%s\n```\n\n", h.after.cmd, h.baseCommit, strings.Join(h.after.lines, "\n"), strings.Join(h.prev.lines, "\n"))

@@ -248,3 +248,28 @@ func TestWaitReadyReportsWhatReadySaid(t *testing.T) {
 		t.Fatalf("waitReady: %v, notReady %q; want both to say %s", err, s.notReady, want)
 	}
 }
+
+// TestHostileWireRows: the lines of benchmarks that report metrics of their
+// own (b.ReportMetric, printed between ns/op and B/op) are read, and the
+// wire table shows the reply and the amplification before and after.
+func TestHostileWireRows(t *testing.T) {
+	h := &hostileResult{base: "6e3606c", baseCommit: "6e3606c",
+		prev: goBench{lines: []string{
+			"BenchmarkHostileWire/headless_SRV_1000_endpoints/udp_edns65535-2       	     272	   4444617 ns/op	      1000 amplification	     65017 reply-octets	 1682162 B/op	    1437 allocs/op",
+		}},
+		after: goBench{lines: []string{
+			"BenchmarkHostileWire/headless_SRV_1000_endpoints/udp_edns65535-2       	   15762	     73347 ns/op	        18.74 amplification	      1218 reply-octets	   31352 B/op	     123 allocs/op",
+			"BenchmarkHostileQuery/headless_A_3000_endpoints/udp-2                    	  279802	      4145 ns/op	    6376 B/op	       6 allocs/op",
+		}},
+	}
+	names, ns, bytes := h.after.medians()
+	if len(names) != 2 || ns[names[0]] != 73347 || bytes[names[0]] != 31352 || bytes[names[1]] != 6376 {
+		t.Fatalf("medians: %v %v %v", names, ns, bytes)
+	}
+	var b strings.Builder
+	h.write(func(f string, a ...any) { fmt.Fprintf(&b, f, a...) })
+	want := "| `HostileWire/headless_SRV_1000_endpoints/udp_edns65535` | 65017 octets | 1000x | 1218 octets | 19x |"
+	if !strings.Contains(b.String(), want) {
+		t.Errorf("the section lacks %q:\n%s", want, b.String())
+	}
+}
