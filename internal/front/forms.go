@@ -3,10 +3,12 @@ package front
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -149,21 +151,29 @@ var ChartDefaultServer = Server{
 	},
 }
 
+// Live is what the cluster holds of the front's configuration, which the
+// printed form keeps: the forms that replace a whole value (a Corefile, a
+// list, a values document) merge into it.
+type Live struct {
+	// Corefile is the front's Corefile (Info.Corefile), needed where the
+	// form is a whole Corefile (kubeadm, EKS).
+	Corefile string
+	// Object is the object Info.Object names, as read (its unstructured
+	// content), or nil where it does not exist: OpenShift's DNS resource,
+	// whose spec.servers the printed list replaces; rke2's
+	// HelmChartConfig, whose valuesContent the printed one replaces.
+	Object map[string]any
+}
+
 // Render returns the configuration of platform p as the object (YAML) or
-// value (JSON, EKS) to apply. corefile is the cluster's current Corefile,
-// needed where the form is a whole Corefile (kubeadm, EKS).
-func Render(p Platform, o Options, corefile string) (string, error) {
+// value (JSON, EKS) to apply, with what live holds kept.
+func Render(p Platform, o Options, live Live) (string, error) {
 	if p == OpenShift {
 		server, err := OpenShiftServer(o)
 		if err != nil {
 			return "", err
 		}
-		return toYAML(map[string]any{
-			"apiVersion": "operator.openshift.io/v1",
-			"kind":       "DNS",
-			"metadata":   map[string]string{"name": "default"},
-			"spec":       map[string]any{"servers": []any{server}},
-		})
+		return OpenShiftDNS(live.Object, server)
 	}
 	if p == KubeDNS {
 		cm, err := StubDomains(o, nil)
@@ -184,6 +194,7 @@ func Render(p Platform, o Options, corefile string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	corefile := live.Corefile
 	switch p {
 	case Kubeadm:
 		if strings.TrimSpace(corefile) == "" {
@@ -200,18 +211,110 @@ func Render(p Platform, o Options, corefile string) (string, error) {
 	case CoreDNSChart:
 		return toYAML(map[string]any{"servers": append([]Server{ChartDefaultServer}, servers...)})
 	case RKE2:
-		values, err := yaml.Marshal(map[string]any{"servers": append([]Server{ChartDefaultServer}, servers...)})
-		if err != nil {
-			return "", err
-		}
-		return toYAML(map[string]any{
-			"apiVersion": "helm.cattle.io/v1",
-			"kind":       "HelmChartConfig",
-			"metadata":   map[string]string{"name": "rke2-coredns", "namespace": "kube-system"},
-			"spec":       map[string]string{"valuesContent": string(values)},
-		})
+		return RKE2Config(live.Object, servers, o.withDefaults().StandInPort)
 	}
 	return "", fmt.Errorf("unknown platform %q: want one of %s", p, strings.Join(PlatformNames(), ", "))
+}
+
+// OpenShiftDNS returns OpenShift's DNS resource "default" with its
+// spec.servers whole, since applying it replaces the list (the CRD's
+// servers has no list type that merges, Server in operator/v1/types_dns.go
+// of openshift/api): the entries dns holds (the live object, nil if none),
+// but one named OpenShiftServerName, then server unless nil (removal).
+func OpenShiftDNS(dns map[string]any, server map[string]any) (string, error) {
+	existing, _, err := unstructured.NestedSlice(dns, "spec", "servers")
+	if err != nil {
+		return "", fmt.Errorf("spec.servers of dns.operator.openshift.io/default: %w", err)
+	}
+	servers := []any{}
+	for _, s := range existing {
+		if m, ok := s.(map[string]any); ok && m["name"] == OpenShiftServerName {
+			continue
+		}
+		servers = append(servers, s)
+	}
+	if server != nil {
+		servers = append(servers, server)
+	}
+	return toYAML(map[string]any{
+		"apiVersion": "operator.openshift.io/v1",
+		"kind":       "DNS",
+		"metadata":   map[string]string{"name": "default"},
+		"spec":       map[string]any{"servers": servers},
+	})
+}
+
+// RKE2Config returns the HelmChartConfig kube-system/rke2-coredns whose
+// valuesContent is the one config holds (the live object, nil if none),
+// every other value kept, with servers[]: the servers it lists (the
+// chart's default server when it lists none), without the ones front
+// wrote, then add (none: removal). Applying it replaces valuesContent
+// whole, as a string.
+func RKE2Config(config map[string]any, add []Server, standInPort int) (string, error) {
+	text, _, err := unstructured.NestedString(config, "spec", "valuesContent")
+	if err != nil {
+		return "", fmt.Errorf("spec.valuesContent of HelmChartConfig kube-system/rke2-coredns: %w", err)
+	}
+	values := map[string]any{}
+	if err := yaml.Unmarshal([]byte(text), &values); err != nil {
+		return "", fmt.Errorf("spec.valuesContent of HelmChartConfig kube-system/rke2-coredns: %w", err)
+	}
+	if values == nil {
+		values = map[string]any{}
+	}
+	listed, has := values["servers"].([]any)
+	var servers []any
+	for _, s := range listed {
+		if !writtenByFront(s, standInPort) {
+			servers = append(servers, s)
+		}
+	}
+	if len(add) > 0 {
+		if !has {
+			// A list replaces the chart's default server: repeat it.
+			servers = append(servers, ChartDefaultServer)
+		}
+		for _, s := range add {
+			servers = append(servers, s)
+		}
+	}
+	if has || len(add) > 0 {
+		values["servers"] = servers
+	}
+	content, err := yaml.Marshal(values)
+	if err != nil {
+		return "", err
+	}
+	return toYAML(map[string]any{
+		"apiVersion": "helm.cattle.io/v1",
+		"kind":       "HelmChartConfig",
+		"metadata":   map[string]string{"name": "rke2-coredns", "namespace": "kube-system"},
+		"spec":       map[string]string{"valuesContent": string(content)},
+	})
+}
+
+// writtenByFront reports whether a servers[] entry of the chart's values is
+// one front writes: the stand-in (bound to 127.0.0.1 on its port), or a
+// block whose forward lists the stand-in after the standalone Service.
+func writtenByFront(entry any, standInPort int) bool {
+	data, err := json.Marshal(entry)
+	if err != nil {
+		return false
+	}
+	var s Server
+	if err := json.Unmarshal(data, &s); err != nil {
+		return false
+	}
+	standIn := fmt.Sprintf("127.0.0.1:%d", standInPort)
+	for _, p := range s.Plugins {
+		switch {
+		case p.Name == "bind" && p.Parameters == "127.0.0.1" && s.Port == standInPort:
+			return true
+		case p.Name == "forward" && slices.Contains(strings.Fields(p.Parameters), standIn):
+			return true
+		}
+	}
+	return false
 }
 
 // EKSValue returns the EKS CoreDNS add-on's configuration value (the JSON

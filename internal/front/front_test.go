@@ -156,7 +156,7 @@ func TestMergeAndRemove(t *testing.T) {
 func TestRender(t *testing.T) {
 	o := docsOptions("10.43.143.7")
 	for _, p := range Platforms {
-		out, err := Render(p, o, KubeadmCorefile)
+		out, err := Render(p, o, Live{Corefile: KubeadmCorefile})
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -174,17 +174,17 @@ func TestRender(t *testing.T) {
 		}
 	}
 	// k3s's kubernetes stanza has no ttl: the added block has none either.
-	k3s, _ := Render(K3s, o, "")
+	k3s, _ := Render(K3s, o, Live{})
 	if strings.Contains(k3s, "ttl 30") {
 		t.Errorf("k3s:\n%s", k3s)
 	}
 	// The coredns chart's prometheus listens on 0.0.0.0:9153: the added
 	// blocks must use the same address (one listener).
-	chart, _ := Render(CoreDNSChart, o, "")
+	chart, _ := Render(CoreDNSChart, o, Live{})
 	if strings.Contains(chart, "parameters: :9153") || !strings.Contains(chart, "parameters: 0.0.0.0:9153") {
 		t.Errorf("coredns chart:\n%s", chart)
 	}
-	if _, err := Render(Kubeadm, o, ""); err == nil {
+	if _, err := Render(Kubeadm, o, Live{}); err == nil {
 		t.Error("kubeadm without the cluster's Corefile: accepted")
 	}
 	// gke takes kube-dns's form; an unknown name is refused.
@@ -196,7 +196,7 @@ func TestRender(t *testing.T) {
 	}
 	// OpenShift: a spec.servers entry of the DNS resource, forwarding the
 	// clusterset zone and the reverse zones to the standalone Service.
-	openshift, _ := Render(OpenShift, o, "")
+	openshift, _ := Render(OpenShift, o, Live{})
 	for _, want := range []string{"kind: DNS", "name: coredns-mcs", "- clusterset.local", "- 42.10.in-addr.arpa", "- 10.43.143.7", "policy: Sequential"} {
 		if !strings.Contains(openshift, want) {
 			t.Errorf("openshift lacks %q:\n%s", want, openshift)
@@ -220,11 +220,11 @@ func TestDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k3s, err := Render(K3s, docsOptions(docsK3sAddress), "")
+	k3s, err := Render(K3s, docsOptions(docsK3sAddress), Live{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	chart, err := Render(CoreDNSChart, docsOptions(docsKubeadmAddress), "")
+	chart, err := Render(CoreDNSChart, docsOptions(docsKubeadmAddress), Live{})
 	if err != nil {
 		t.Fatal(err)
 	}

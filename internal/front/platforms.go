@@ -92,6 +92,10 @@ type Ref struct {
 	Namespace string
 	Name      string
 	Key       string // the ConfigMap key, if one
+	// APIVersion and Resource name an object outside the built-in kinds,
+	// which kubectl mcs reads through the dynamic client.
+	APIVersion string
+	Resource   string
 }
 
 func (r Ref) String() string {
@@ -139,6 +143,9 @@ type Info struct {
 	Corefile Ref
 	// Target is the object --apply writes (Kind "" if --apply cannot).
 	Target Ref
+	// Object is the object whose whole value the printed form replaces
+	// (Kind "" if none): front reads it and keeps what it holds (Live).
+	Object Ref
 	// ApplyHow is the supported way to apply what is printed, where
 	// --apply does not write it.
 	ApplyHow string
@@ -252,16 +259,21 @@ func (e *Evidence) mountsCustom() bool {
 }
 
 var (
-	kubeSystem     = "kube-system"
-	coreDNSDeploy  = Ref{Kind: "Deployment", Namespace: kubeSystem, Name: "coredns"}
-	coreDNSConfig  = Ref{Kind: "ConfigMap", Namespace: kubeSystem, Name: "coredns", Key: "Corefile"}
-	customConfig   = Ref{Kind: "ConfigMap", Namespace: kubeSystem, Name: "coredns-custom", Key: CustomKey}
-	kubeDNSDeploy  = Ref{Kind: "Deployment", Namespace: kubeSystem, Name: "kube-dns"}
-	kubeDNSConfig  = Ref{Kind: "ConfigMap", Namespace: kubeSystem, Name: "kube-dns", Key: "stubDomains"}
-	rke2Deploy     = Ref{Kind: "Deployment", Namespace: kubeSystem, Name: "rke2-coredns-rke2-coredns"}
-	openShiftDS    = Ref{Kind: "DaemonSet", Namespace: "openshift-dns", Name: "dns-default"}
-	openShiftCM    = Ref{Kind: "ConfigMap", Namespace: "openshift-dns", Name: "dns-default", Key: "Corefile"}
-	openShiftDNSCR = Ref{Kind: "DNS", Name: "default"}
+	kubeSystem    = "kube-system"
+	coreDNSDeploy = Ref{Kind: "Deployment", Namespace: kubeSystem, Name: "coredns"}
+	coreDNSConfig = Ref{Kind: "ConfigMap", Namespace: kubeSystem, Name: "coredns", Key: "Corefile"}
+	customConfig  = Ref{Kind: "ConfigMap", Namespace: kubeSystem, Name: "coredns-custom", Key: CustomKey}
+	kubeDNSDeploy = Ref{Kind: "Deployment", Namespace: kubeSystem, Name: "kube-dns"}
+	kubeDNSConfig = Ref{Kind: "ConfigMap", Namespace: kubeSystem, Name: "kube-dns", Key: "stubDomains"}
+	rke2Deploy    = Ref{Kind: "Deployment", Namespace: kubeSystem, Name: "rke2-coredns-rke2-coredns"}
+	openShiftDS   = Ref{Kind: "DaemonSet", Namespace: "openshift-dns", Name: "dns-default"}
+	openShiftCM   = Ref{Kind: "ConfigMap", Namespace: "openshift-dns", Name: "dns-default", Key: "Corefile"}
+	// The DNS resource's plural, dnses, is its kubebuilder resource path
+	// (operator/v1/types_dns.go of openshift/api).
+	openShiftDNSCR = Ref{Kind: "DNS", Name: "default", APIVersion: "operator.openshift.io/v1", Resource: "dnses"}
+	// The HelmChartConfig rke2 documents for rke2-coredns's values
+	// (docs/networking/networking_services.md of rancher/rke2-docs).
+	rke2Config = Ref{Kind: "HelmChartConfig", Namespace: kubeSystem, Name: "rke2-coredns", APIVersion: "helm.cattle.io/v1", Resource: "helmchartconfigs"}
 )
 
 // Sources of the versions below.
@@ -290,9 +302,9 @@ var Table = []Info{
 		Config:   "`spec.servers` of `dns.operator.openshift.io/default`, which the operator renders into ConfigMap openshift-dns/dns-default (openshift/cluster-dns-operator pkg/operator/controller/controller_dns_configmap.go)",
 		Owner:    "the DNS operator owns openshift-dns; the DNS resource `default` is the cluster admin's, and `spec.servers` is the supported way (each entry a server block that only forwards)",
 		Detect:   "the DaemonSet openshift-dns/dns-default, or the namespace openshift-dns (pkg/operator/controller/names.go: DefaultOperandNamespace, \"dns-\" + the DNS's name)",
-		Writes:   "a `servers` entry `coredns-mcs` forwarding clusterset.local and the reverse zones to the standalone Service (`oc edit dns.operator.openshift.io/default`)",
-		Workload: openShiftDS, Corefile: openShiftCM,
-		ApplyHow: "oc edit dns.operator.openshift.io/default (add the entry to spec.servers; a merge patch would replace the list)",
+		Writes:   "the DNS resource with `spec.servers` whole: the entries it has, kept, and an entry `coredns-mcs` forwarding clusterset.local and the reverse zones to the standalone Service (`kubectl apply -f -`)",
+		Workload: openShiftDS, Corefile: openShiftCM, Object: openShiftDNSCR,
+		ApplyHow: "kubectl apply -f - (what is printed holds spec.servers whole: the entries read from dns.operator.openshift.io/default, kept, and coredns-mcs's)",
 		match: func(e *Evidence) (string, bool) {
 			if e.OpenShiftDNS != nil {
 				return "the DaemonSet openshift-dns/dns-default runs (OpenShift's DNS operator)", true
@@ -373,10 +385,10 @@ var Table = []Info{
 		Config:   "the values of the HelmChart kube-system/rke2-coredns, given by a HelmChartConfig of that name",
 		Owner:    "rke2's helm-controller owns the chart's objects and rewrites them from the chart: `--apply` prints the HelmChartConfig to apply",
 		Detect:   "the Deployment kube-system/rke2-coredns-rke2-coredns (rancher/rke2 tests/client.go)",
-		Writes:   "a HelmChartConfig kube-system/rke2-coredns with `servers[]` (the coredns chart's form)",
+		Writes:   "the HelmChartConfig kube-system/rke2-coredns: the values it has, kept, with `servers[]` (the coredns chart's form) holding its servers (else the chart's default) and the added ones",
 		Fallback: true,
-		Workload: rke2Deploy,
-		ApplyHow: "kubectl apply -f - (rke2 then upgrades its rke2-coredns chart)",
+		Workload: rke2Deploy, Object: rke2Config,
+		ApplyHow: "kubectl apply -f - (what is printed holds valuesContent whole: the values read from HelmChartConfig kube-system/rke2-coredns, kept; rke2 then upgrades its rke2-coredns chart)",
 		match: func(e *Evidence) (string, bool) {
 			return "kube-system/rke2-coredns-rke2-coredns runs", e.RKE2 != nil
 		},

@@ -15,7 +15,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	kubeclient "k8s.io/client-go/kubernetes"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/front"
@@ -65,11 +67,15 @@ func frontCmd(ctx context.Context, o *options, f *frontOptions, stdout, stderr i
 	if err != nil {
 		return 1, err
 	}
-	return runFront(ctx, kube, f, stdout, stderr)
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return 1, err
+	}
+	return runFront(ctx, kube, dyn, f, stdout, stderr)
 }
 
-// runFront is frontCmd on a client.
-func runFront(ctx context.Context, kube kubeclient.Interface, f *frontOptions, stdout, stderr io.Writer) (int, error) {
+// runFront is frontCmd on clients.
+func runFront(ctx context.Context, kube kubeclient.Interface, dyn dynamic.Interface, f *frontOptions, stdout, stderr io.Writer) (int, error) {
 	row, why, err := f.detect(ctx, kube)
 	if err != nil {
 		return 1, err
@@ -78,6 +84,10 @@ func runFront(ctx context.Context, kube kubeclient.Interface, f *frontOptions, s
 	fmt.Fprintf(stderr, "# platform: %s (%s)\n", row.Name, why)
 
 	live, err := liveCorefile(ctx, kube, row)
+	if err != nil {
+		return 1, err
+	}
+	object, err := liveObject(ctx, dyn, row.Object, stderr)
 	if err != nil {
 		return 1, err
 	}
@@ -106,10 +116,11 @@ func runFront(ctx context.Context, kube kubeclient.Interface, f *frontOptions, s
 			fmt.Fprintf(stderr, "# CoreDNS version: %s (%s)\n", version, from)
 		}
 	}
+	state := front.Live{Corefile: live, Object: object}
 	if f.remove {
-		return frontRemove(ctx, kube, row, live, opts, f.apply, stdout, stderr)
+		return frontRemove(ctx, kube, row, state, opts, f.apply, stdout, stderr)
 	}
-	out, err := front.Render(platform, opts, live)
+	out, err := front.Render(platform, opts, state)
 	if err != nil {
 		return 1, err
 	}
@@ -117,7 +128,35 @@ func runFront(ctx context.Context, kube kubeclient.Interface, f *frontOptions, s
 		fmt.Fprint(stdout, out)
 		return 0, nil
 	}
-	return frontApply(ctx, kube, row, opts, live, stdout, stderr)
+	return frontApply(ctx, kube, row, opts, state, stdout, stderr)
+}
+
+// liveObject reads the object whose whole value the printed form replaces
+// (front.Info.Object), so that what it holds is kept. Missing (or its
+// kind not served) it is nil; unreadable, front refuses to print a value
+// that would replace what it could not read.
+func liveObject(ctx context.Context, dyn dynamic.Interface, ref front.Ref, stderr io.Writer) (map[string]any, error) {
+	if ref.Kind == "" {
+		return nil, nil
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ref, err)
+	}
+	var get dynamic.ResourceInterface = dyn.Resource(gv.WithResource(ref.Resource))
+	if ref.Namespace != "" {
+		get = dyn.Resource(gv.WithResource(ref.Resource)).Namespace(ref.Namespace)
+	}
+	obj, err := get.Get(ctx, ref.Name, meta.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		fmt.Fprintf(stderr, "# %s (%s): none yet\n", ref, ref.APIVersion)
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("reading %s (%s), whose value what is printed replaces whole: %w", ref, ref.APIVersion, err)
+	}
+	fmt.Fprintf(stderr, "# %s (%s): what it holds is kept\n", ref, ref.APIVersion)
+	return obj.Object, nil
 }
 
 // oldForwardCost is what a hung standalone server costs behind a CoreDNS
@@ -338,10 +377,11 @@ func notAnObject(ctx context.Context, kube kubeclient.Interface, row *front.Info
 // frontApply writes the configuration into the object the platform takes
 // it from (front.Info.Target), unless a platform manager keeps that
 // object; for the others it prints it and says how to apply it.
-func frontApply(ctx context.Context, kube kubeclient.Interface, row *front.Info, opts front.Options, live string, stdout, stderr io.Writer) (int, error) {
+func frontApply(ctx context.Context, kube kubeclient.Interface, row *front.Info, opts front.Options, state front.Live, stdout, stderr io.Writer) (int, error) {
 	p := row.Form
+	live := state.Corefile
 	if row.Target.Kind == "" {
-		out, err := front.Render(p, opts, live)
+		out, err := front.Render(p, opts, state)
 		if err != nil {
 			return 1, err
 		}
@@ -397,8 +437,9 @@ func frontApply(ctx context.Context, kube kubeclient.Interface, row *front.Info,
 }
 
 // frontRemove prints, or applies, the configuration without coredns-mcs.
-func frontRemove(ctx context.Context, kube kubeclient.Interface, row *front.Info, live string, opts front.Options, apply bool, stdout, stderr io.Writer) (int, error) {
+func frontRemove(ctx context.Context, kube kubeclient.Interface, row *front.Info, state front.Live, opts front.Options, apply bool, stdout, stderr io.Writer) (int, error) {
 	p := row.Form
+	live := state.Corefile
 	if apply && row.Target.Kind != "" {
 		if err := refuseManaged(ctx, kube, row.Target); err != nil {
 			return 1, err
@@ -467,12 +508,22 @@ func frontRemove(ctx context.Context, kube kubeclient.Interface, row *front.Info
 			return 1, err
 		}
 		fmt.Fprintln(stderr, "removed: coredns-mcs's stub domains from kube-system/kube-dns")
-	case front.OpenShift:
-		how := fmt.Sprintf("remove the entry %q from spec.servers: %s", front.OpenShiftServerName, "oc edit dns.operator.openshift.io/default")
-		if apply {
-			return 1, fmt.Errorf("--remove --apply: %s", how)
+	case front.OpenShift, front.RKE2:
+		// The object whole, as read, without what front wrote.
+		var out string
+		var err error
+		if p == front.OpenShift {
+			out, err = front.OpenShiftDNS(state.Object, nil)
+		} else {
+			out, err = front.RKE2Config(state.Object, nil, front.DefaultStandInPort)
 		}
-		fmt.Fprintln(stderr, how)
+		if err != nil {
+			return 1, err
+		}
+		fmt.Fprint(stdout, out)
+		if apply {
+			return 1, notAnObject(ctx, kube, row, "what is printed")
+		}
 	default:
 		return 1, fmt.Errorf("--remove: for %s, set servers[] back to the chart's default (remove the entries after the first)", row.Name)
 	}

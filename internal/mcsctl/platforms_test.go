@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +12,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes/fake"
+	"sigs.k8s.io/yaml"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/front"
 )
@@ -197,11 +201,21 @@ func runFrontOn(t *testing.T, objs []runtime.Object, args ...string) (code int, 
 			f.platform = strings.TrimPrefix(a, "--platform=")
 		}
 	}
-	kube := fake.NewSimpleClientset(append(objs, standaloneService())...)
+	// Objects of kinds outside client-go's (OpenShift's DNS, rke2's
+	// HelmChartConfig) are read through the dynamic client.
+	var typed, custom []runtime.Object
+	for _, o := range objs {
+		if _, ok := o.(*unstructured.Unstructured); ok {
+			custom = append(custom, o)
+		} else {
+			typed = append(typed, o)
+		}
+	}
+	kube := fake.NewSimpleClientset(append(typed, standaloneService())...)
 	var out, errOut bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	code, err = runFront(ctx, kube, f, &out, &errOut)
+	code, err = runFront(ctx, kube, dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), custom...), f, &out, &errOut)
 	return code, out.String(), errOut.String(), err
 }
 
@@ -255,7 +269,7 @@ func TestApplyRefusesManaged(t *testing.T) {
 		{"GKE's kube-dns ConfigMap (EnsureExists)", "gke", "", nil},
 		{"a reconciled kube-dns ConfigMap", "kube-dns-reconciled", "", []string{"kept by the addon manager", "addonmanager.kubernetes.io/mode: Reconcile"}},
 		{"kubeadm", "kubeadm", "", nil},
-		{"OpenShift", "openshift", "", []string{"oc edit dns.operator.openshift.io/default"}},
+		{"OpenShift", "openshift", "", []string{"kubectl apply -f -", "spec.servers whole"}},
 	} {
 		args := []string{"--apply"}
 		if tc.platform != "" {
@@ -351,7 +365,7 @@ func TestFrontReviewOpenShift(t *testing.T) {
 	}
 	objs = append(platformObjects("openshift"), configMapOf("openshift-dns", "dns-default", nil, nil, nil, map[string]string{"Corefile": withServer[:strings.Index(withServer, "# coredns-mcs")]}))
 	lines = reviewLines(t, objs)
-	if len(lines) != 1 || lines[0].Status != fail || !strings.Contains(lines[0].Message, "oc edit dns.operator.openshift.io/default") || strings.Contains(lines[0].Message, "--apply") {
+	if len(lines) != 1 || lines[0].Status != fail || !strings.Contains(lines[0].Message, "kubectl mcs front --platform openshift | kubectl apply -f -") || strings.Contains(lines[0].Message, "--apply") {
 		t.Errorf("without it: %+v", lines)
 	}
 }
@@ -388,5 +402,133 @@ func TestFrontRemoveEKS(t *testing.T) {
 	}
 	if code, out, _, err := runFrontOn(t, objs, "--platform=eks", "--remove", "--apply"); code != 1 || err == nil || !strings.Contains(err.Error(), "aws eks update-addon") || json.Unmarshal([]byte(out), &value) != nil {
 		t.Errorf("--remove --apply on the add-on: %d %v\n%s", code, err, out)
+	}
+}
+
+// openShiftDNS is the DNS resource "default" with servers, in the shape of
+// Server in operator/v1/types_dns.go of openshift/api (name, zones,
+// forwardPlugin.upstreams).
+func openShiftDNS(servers ...any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "operator.openshift.io/v1", "kind": "DNS",
+		"metadata": map[string]any{"name": "default"},
+		"spec":     map[string]any{"servers": servers, "logLevel": "Normal"},
+	}}
+}
+
+// rke2CoreDNSConfig is the HelmChartConfig kube-system/rke2-coredns with
+// valuesContent, as rke2's docs write it to enable NodeLocal DNSCache
+// (docs/networking/networking_services.md of rancher/rke2-docs).
+func rke2CoreDNSConfig(values string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "helm.cattle.io/v1", "kind": "HelmChartConfig",
+		"metadata": map[string]any{"name": "rke2-coredns", "namespace": "kube-system"},
+		"spec":     map[string]any{"valuesContent": values},
+	}}
+}
+
+// liveFrom returns the object front prints, as the cluster holds it once
+// applied.
+func liveFrom(t *testing.T, out string) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(out), &obj.Object); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	return obj
+}
+
+// TestFrontKeepsOpenShiftServers: what front prints for OpenShift replaces
+// spec.servers whole when applied, so it holds the user's own entries,
+// kept, then coredns-mcs's, once however often it is applied; --remove
+// prints the user's alone.
+func TestFrontKeepsOpenShiftServers(t *testing.T) {
+	corp := map[string]any{"name": "corp", "zones": []any{"corp.example"}, "forwardPlugin": map[string]any{"upstreams": []any{"10.1.2.3"}}}
+	names := func(out string) []string {
+		servers, _, err := unstructured.NestedSlice(liveFrom(t, out).Object, "spec", "servers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n []string
+		for _, s := range servers {
+			n = append(n, s.(map[string]any)["name"].(string))
+		}
+		return n
+	}
+	objs := append(platformObjects("openshift"), openShiftDNS(corp))
+	code, out, errOut, err := runFrontOn(t, objs)
+	if code != 0 || err != nil {
+		t.Fatalf("front: %d %v\n%s", code, err, errOut)
+	}
+	if got := names(out); !slices.Equal(got, []string{"corp", front.OpenShiftServerName}) || !strings.Contains(out, "- 10.1.2.3") || !strings.Contains(out, "- "+testStandaloneIP) {
+		t.Errorf("servers %v, want the user's corp kept, then coredns-mcs:\n%s", got, out)
+	}
+	// Applied, then printed again: the same list.
+	again := append(platformObjects("openshift"), liveFrom(t, out))
+	if _, out2, _, _ := runFrontOn(t, again); out2 != out {
+		t.Errorf("printed again over its own output:\n%s\nwant\n%s", out2, out)
+	}
+	code, out, errOut, err = runFrontOn(t, again, "--remove")
+	if code != 0 || err != nil || !slices.Equal(names(out), []string{"corp"}) {
+		t.Errorf("--remove: %d %v, want corp alone:\n%s%s", code, err, out, errOut)
+	}
+	// No DNS resource to read: the entry alone.
+	if _, out, errOut, _ := runFrontOn(t, platformObjects("openshift")); !slices.Equal(names(out), []string{front.OpenShiftServerName}) || !strings.Contains(errOut, "none yet") {
+		t.Errorf("without a DNS resource:\n%s%s", out, errOut)
+	}
+}
+
+// TestFrontKeepsRKE2Values: the HelmChartConfig front prints for rke2
+// replaces valuesContent whole when applied, so it holds the user's own
+// values (here NodeLocal DNSCache, as rke2's docs enable it) and servers,
+// kept, with coredns-mcs's added once; --remove takes those out alone.
+func TestFrontKeepsRKE2Values(t *testing.T) {
+	values := func(out string) map[string]any {
+		text, _, err := unstructured.NestedString(liveFrom(t, out).Object, "spec", "valuesContent")
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := map[string]any{}
+		if err := yaml.Unmarshal([]byte(text), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	zones := func(v map[string]any) []string {
+		var z []string
+		for _, s := range v["servers"].([]any) {
+			var names []string
+			for _, zone := range s.(map[string]any)["zones"].([]any) {
+				names = append(names, zone.(map[string]any)["zone"].(string))
+			}
+			z = append(z, strings.Join(names, " "))
+		}
+		return z
+	}
+	added := []string{"cluster.local.", "clusterset.local.", "42.10.in-addr.arpa.", "cluster.local. clusterset.local. 42.10.in-addr.arpa."}
+	for _, tc := range []struct {
+		name, values string
+		first        []string // the servers before the added ones
+	}{
+		{"nodelocal, no servers", "nodelocal:\n  enabled: true\n", []string{"."}},
+		{"the user's own servers", "nodelocal:\n  enabled: true\nservers:\n- zones:\n  - zone: .\n  port: 53\n  plugins:\n  - name: errors\n- zones:\n  - zone: corp.example.\n  port: 53\n  plugins:\n  - name: forward\n    parameters: . 10.1.2.3\n", []string{".", "corp.example."}},
+	} {
+		objs := append(platformObjects("rke2"), rke2CoreDNSConfig(tc.values))
+		code, out, errOut, err := runFrontOn(t, objs)
+		if code != 0 || err != nil {
+			t.Fatalf("%s: front: %d %v\n%s", tc.name, code, err, errOut)
+		}
+		v := values(out)
+		if got := zones(v); !slices.Equal(got, append(slices.Clone(tc.first), added...)) || v["nodelocal"] == nil {
+			t.Errorf("%s: servers %v and nodelocal %v, want %v then the added ones, and nodelocal kept:\n%s", tc.name, got, v["nodelocal"], tc.first, out)
+		}
+		again := append(platformObjects("rke2"), liveFrom(t, out))
+		if _, out2, _, _ := runFrontOn(t, again); out2 != out {
+			t.Errorf("%s: printed again over its own output:\n%s\nwant\n%s", tc.name, out2, out)
+		}
+		code, out, errOut, err = runFrontOn(t, again, "--remove")
+		if v := values(out); code != 0 || err != nil || !slices.Equal(zones(v), tc.first) || v["nodelocal"] == nil {
+			t.Errorf("%s: --remove: %d %v, want servers %v and nodelocal:\n%s%s", tc.name, code, err, tc.first, out, errOut)
+		}
 	}
 }

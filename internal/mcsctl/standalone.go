@@ -115,6 +115,9 @@ func frontFix(ctx context.Context, kube kubeclient.Interface, row *front.Info) s
 			}
 			return "kubectl mcs front --platform eks > value.json, then " + row.ApplyHow
 		}
+		if strings.HasPrefix(row.ApplyHow, "kubectl apply -f -") {
+			return "kubectl mcs front --platform " + row.Name + " | " + row.ApplyHow
+		}
 		return "kubectl mcs front --platform " + row.Name + ", then " + row.ApplyHow
 	}
 	ref := row.Target
