@@ -1,12 +1,16 @@
 package mcsctl
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/coredns-mcs/coredns-mcs/internal/front"
 )
 
 func TestLeavesOutImported(t *testing.T) {
@@ -85,6 +89,57 @@ func TestCheckClusterProperty(t *testing.T) {
 		checkClusterProperty(c, prop)
 		if len(c.lines) != 1 || c.lines[0].Status != tc.status || !strings.Contains(c.lines[0].Message, tc.text) {
 			t.Errorf("value %v: %+v, want %s with %q", tc.value, c.lines, tc.status, tc.text)
+		}
+	}
+}
+
+// TestFrontReviewReadTimeout: check warns where the front's CoreDNS has
+// forward's read_timeout (1.14.5 on) but the blocks forwarding to
+// coredns-mcs do not set it, naming kubectl mcs front with the version;
+// not where they set it, nor on a CoreDNS without it.
+func TestFrontReviewReadTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		image, written string // the front's image tag; the version the blocks were written for
+		warn           bool
+	}{
+		{"1.14.6", "", true},
+		{"1.14.5", "1.14.4", true},
+		{"1.14.6", "1.14.6", false},
+		{"1.14.4", "", false},
+		{"", "", false}, // no version in the tag: unknown
+	} {
+		servers, err := front.Options{Standalone: testStandaloneIP, ReverseCIDRs: []string{"10.42.0.0/16"}, CoreDNSVersion: tc.written}.Servers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs := platformObjects("kubeadm")
+		for _, o := range objs {
+			switch o := o.(type) {
+			case *corev1.ConfigMap:
+				if o.Name == "coredns" {
+					o.Data["Corefile"] = front.Merge(front.KubeadmCorefile, front.Corefile(servers))
+				}
+			case *appsv1.Deployment:
+				o.Spec.Template.Spec.Containers[0].Image = strings.TrimSuffix("registry.k8s.io/coredns/coredns:v"+tc.image, ":v")
+			}
+		}
+		var warns, fails []string
+		for _, l := range reviewLines(t, objs) {
+			switch l.Status {
+			case warn:
+				warns = append(warns, l.Message)
+			case fail:
+				fails = append(fails, l.Message)
+			}
+		}
+		if len(fails) > 0 {
+			t.Errorf("image %q, written for %q: FAIL lines %v", tc.image, tc.written, fails)
+		}
+		got := slices.ContainsFunc(warns, func(m string) bool {
+			return strings.Contains(m, "without read_timeout, which CoreDNS "+tc.image+" (image ") && strings.Contains(m, "kubectl mcs front --coredns-version "+tc.image+" --apply")
+		})
+		if got != tc.warn {
+			t.Errorf("image %q, written for %q: WARN about read_timeout %v, want %v: %q", tc.image, tc.written, got, tc.warn, warns)
 		}
 	}
 }

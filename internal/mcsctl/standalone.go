@@ -440,6 +440,7 @@ func frontReview(ctx context.Context, c *checker, kube kubeclient.Interface, l l
 	if len(noForward) > 0 {
 		c.add(fail, "front", "%s: %s have no forward to coredns-mcs; %s", fc.source, few(noForward), fix)
 	}
+	checkReadTimeout(ctx, c, kube, fc, forwarding, fix)
 
 	// The stand-in: what answers while coredns-mcs does not.
 	var standIn *caddyfile.ServerBlock
@@ -469,6 +470,41 @@ func frontReview(ctx context.Context, c *checker, kube kubeclient.Interface, l l
 	} else {
 		c.add(ok, "front", "%s: prometheus in every added block", fc.source)
 	}
+}
+
+// checkReadTimeout warns where the front's CoreDNS has forward's
+// read_timeout (front.Options.UsesReadTimeout: 1.14.5 and later) but the
+// blocks forwarding to coredns-mcs do not set it: a hung coredns-mcs then
+// costs each forwarded name forward's fixed 2 s instead of the read
+// timeout, until the health checks mark it down. The version is the one
+// kubectl mcs front reads, the DNS workload's image tag.
+func checkReadTimeout(ctx context.Context, c *checker, kube kubeclient.Interface, fc *frontConfig, forwarding []caddyfile.ServerBlock, fix string) {
+	version, from := dnsVersion(ctx, kube, fc.row)
+	if !(front.Options{CoreDNSVersion: version}).UsesReadTimeout() {
+		return
+	}
+	var without []string
+	for _, b := range forwarding {
+		if _, has := forwardTargets(b); has && !hasReadTimeout(b) {
+			without = append(without, strings.Join(b.Keys, " "))
+		}
+	}
+	if len(without) == 0 {
+		return
+	}
+	// The fix names the version, which writes read_timeout.
+	withVersion := "kubectl mcs front --coredns-version " + version
+	if strings.Contains(fix, "kubectl mcs front") {
+		fix = strings.Replace(fix, "kubectl mcs front", withVersion, 1)
+	} else {
+		fix += " (" + withVersion + " writes it)"
+	}
+	c.add(warn, "front", "%s: %s forward to coredns-mcs without read_timeout, which CoreDNS %s (%s) has: a hung coredns-mcs costs each forwarded name forward's fixed 2 s, not %s, until the health checks mark it down; %s", fc.source, few(without), version, from, front.DefaultReadTimeout, fix)
+}
+
+// hasReadTimeout reports whether the forward of b sets read_timeout.
+func hasReadTimeout(b caddyfile.ServerBlock) bool {
+	return slices.ContainsFunc(b.Tokens["forward"], func(t caddyfile.Token) bool { return t.Text == "read_timeout" })
 }
 
 func isReverse(zone string) bool {

@@ -250,6 +250,29 @@ func TestStandaloneLayout(t *testing.T) {
 		s.expectPass(t)
 	})
 
+	t.Run("front without read_timeout on a CoreDNS that has it", func(t *testing.T) {
+		// Blocks written for an older CoreDNS, in front of kubeadm's
+		// 1.14.6: they work (exit 0), and a WARN names the fix.
+		if !strings.Contains(s.front, "\n        read_timeout 20ms\n") {
+			t.Fatalf("the front sets no read_timeout:\n%s", s.front)
+		}
+		s.setCorefile(t, strings.ReplaceAll(s.front, "\n        read_timeout 20ms\n", "\n"))
+		code, out, errOut := s.kubectlMCS(t, "check")
+		var warns []string
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "WARN  front") && strings.Contains(l, "without read_timeout") {
+				warns = append(warns, l)
+			}
+		}
+		if code != 0 || len(warns) != 1 || !strings.Contains(warns[0], "CoreDNS "+front.KubeadmCoreDNSVersion+" (image ") || !strings.Contains(warns[0], "kubectl mcs front --coredns-version "+front.KubeadmCoreDNSVersion+" --apply") {
+			t.Errorf("exit %d, want 0 and one WARN naming the fix:\n%s%s", code, out, errOut)
+		}
+		s.setCorefile(t, s.front)
+		if _, out, _ := s.kubectlMCS(t, "check"); strings.Contains(out, "without read_timeout") {
+			t.Errorf("with read_timeout, check still warns:\n%s", out)
+		}
+	})
+
 	t.Run("explain follows an import-only name through the front", func(t *testing.T) {
 		code, out, errOut := s.kubectlMCS(t, "explain", "cart.shop.svc.cluster.local")
 		t.Logf("kubectl mcs explain cart.shop.svc.cluster.local:\n%s%s", out, errOut)
