@@ -395,7 +395,7 @@ func frontReview(ctx context.Context, c *checker, kube kubeclient.Interface, l l
 	var reverse []string
 	for _, b := range fc.added {
 		zones := zonesOf(b)
-		if portOf(b) == 53 && len(zones) > 0 && isReverse(zones[0]) {
+		if portOf(b) == 53 && len(zones) > 0 && multicluster.IsReverseZone(zones[0]) {
 			forwarding = append(forwarding, b)
 			reverse = append(reverse, zones...)
 		}
@@ -507,10 +507,6 @@ func hasReadTimeout(b caddyfile.ServerBlock) bool {
 	return slices.ContainsFunc(b.Tokens["forward"], func(t caddyfile.Token) bool { return t.Text == "read_timeout" })
 }
 
-func isReverse(zone string) bool {
-	return strings.HasSuffix(zone, "in-addr.arpa.") || strings.HasSuffix(zone, "ip6.arpa.")
-}
-
 // standaloneZones returns the zones the front must send to the standalone
 // server: its multicluster plugin's clusterset zones (not the reverse ones,
 // which the front sends by range) and fallback zones.
@@ -526,7 +522,7 @@ func standaloneZones(server *corefile) (clusterset, fallback []string) {
 				continue
 			}
 			for _, z := range mc.Zones {
-				if !isReverse(z) && z != "." {
+				if !multicluster.IsReverseZone(z) && z != "." {
 					clusterset = append(clusterset, z)
 				}
 			}

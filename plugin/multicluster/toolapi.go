@@ -284,3 +284,8 @@ func ClusterIDOf(u *unstructured.Unstructured) (id, problem string) {
 	}
 	return "", fmt.Sprintf("unexpected %T", obj)
 }
+
+// IsReverseZone reports whether zone (lower case, fully qualified) is a
+// reverse zone, in-addr.arpa. or ip6.arpa. or below, as the plugin tells
+// its reverse zones from its clusterset zones.
+func IsReverseZone(zone string) bool { return isReverseZone(zone) }
