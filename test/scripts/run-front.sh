@@ -102,9 +102,17 @@ build/coredns) on 127.0.0.1:$STANDALONE_PORT, and everything else to this machin
   $dig -x 10.42.0.10                        # PTR of a ClusterSetIP: forwarded
   $dig example.com                          # external: the front's forward . /etc/resolv.conf
 
-Watch lookups carry on, in another terminal (time, name, status, query time):
+Watch lookups carry on, in another terminal:
 
-  while :; do for n in checkout.demo.svc.cluster.local frontend.demo.svc.cluster.local example.com; do echo "\$(date +%T.%N | cut -c1-12) \$n \$($dig +tries=1 +time=3 \$n | grep -Eo 'status: [A-Z]+|time: [0-9]+ msec|timed out' | paste -sd' ')"; done; sleep 0.2; done
+  while :; do for n in checkout.demo.svc.cluster.local frontend.demo.svc.cluster.local example.com; do echo "\$(date +%T.%N | cut -c1-12) dig \$n \$($dig +tries=1 +time=3 \$n | grep -Eo 'status: [A-Z]+|time: [0-9]+ msec|timed out' | paste -sd' ')"; done; for n in checkout example.com; do echo "\$(date +%T.%N | cut -c1-12) pod \$($dir/localfront -lookup \$n -server 127.0.0.1:$PORT)"; done; sleep 0.2; done
+
+Each "dig" line is one question of a fully qualified name: time, name, status, query time. Each "pod"
+line is a lookup as a pod in the namespace demo makes it, a short name through its search list
+(demo.svc.cluster.local svc.cluster.local cluster.local, ndots:5; test/cmd/localfront): every name
+it asks in turn, on past NXDOMAIN, with its status and time, then the whole lookup's time. "checkout"
+answers at its first expansion, from the import; "example.com" asks three expansions before
+example.com itself, and one of them (example.com.svc.cluster.local, of a service name's shape) is
+forwarded to coredns-mcs: that is where a hang shows in an external name's lookup.
 
 and take the standalone server (PID $standalone_pid) away meanwhile:
 

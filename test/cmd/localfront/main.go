@@ -21,6 +21,10 @@
 // stays as it is: the front's upstream is this machine's resolver, as a
 // cluster DNS's is its node's.
 //
+//	localfront -lookup NAME -server 127.0.0.1:1053
+//	                               looks NAME up as a pod in the namespace demo
+//	                               does (its search list, ndots:5) and prints
+//	                               each name asked, its status and time
 //	localfront -default-version    prints the CoreDNS version kubeadm ships
 //	localfront -stock VERSION      prints the path of stock CoreDNS at VERSION,
 //	                               building it first if it is not cached
@@ -34,6 +38,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -64,6 +69,9 @@ type config struct {
 func run() error {
 	var c config
 	defaultVersion := flag.Bool("default-version", false, "print the CoreDNS version kubeadm ships (internal/front's KubeadmCoreDNSVersion) and exit")
+	lookupName := flag.String("lookup", "", "look `NAME` up as a pod in the namespace demo does (search "+strings.Join(podSearch, " ")+", ndots:5), print each name asked with its status and time, and exit")
+	server := flag.String("server", "127.0.0.1:1053", "the DNS `ADDRESS` -lookup asks")
+	lookupTimeout := flag.Duration("timeout", 3*time.Second, "how long -lookup waits for each answer")
 	stock := flag.String("stock", "", "print the path of stock CoreDNS at `VERSION` (go install github.com/coredns/coredns@vVERSION, cached as the tests cache it), building it first if needed, and exit")
 	flag.StringVar(&c.dir, "dir", "", "write the Corefiles under `DIR`")
 	flag.StringVar(&c.kubeconfig, "kubeconfig", "", "the API server's kubeconfig `FILE`")
@@ -85,6 +93,9 @@ func run() error {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
 	}
 	switch {
+	case *lookupName != "":
+		fmt.Println(lookup(*lookupName, *server, *lookupTimeout))
+		return nil
 	case *defaultVersion:
 		fmt.Println(front.KubeadmCoreDNSVersion)
 		return nil
