@@ -55,22 +55,17 @@ const OpenShiftServerName = "coredns-mcs"
 const CustomKey = "multicluster.server"
 
 // KubernetesOptions returns the options of a platform's own kubernetes
-// stanza, when the cluster's Corefile is not at hand to read them from.
-//   - kubeadm: cmd/kubeadm/app/phases/addons/dns/manifests.go (Kubernetes
-//     v1.37.1): pods insecure, ttl 30;
-//   - the coredns chart: charts/coredns/values.yaml (github.com/coredns/helm):
-//     pods insecure, ttl 30 (rke2-coredns keeps them);
-//   - k3s: manifests/coredns.yaml: pods insecure, no ttl.
-//
-// For EKS and AKS read them from the cluster's Corefile.
+// stanza, when the cluster's Corefile is not at hand to read them from
+// (Info.OwnOptions; for EKS and AKS read them from the cluster's Corefile).
 func KubernetesOptions(p Platform) []string {
-	switch p {
-	case K3s:
-		return []string{"pods insecure"}
-	default:
-		return []string{"pods insecure", "ttl 30"}
-	}
+	return RowOf(p).OwnOptions
 }
+
+// kubeadmOptions are the options of kubeadm's kubernetes stanza
+// (cmd/kubeadm/app/phases/addons/dns/manifests.go, Kubernetes v1.37.1),
+// which the coredns chart's has too (charts/coredns/values.yaml of
+// github.com/coredns/helm; rke2-coredns keeps them).
+var kubeadmOptions = []string{"pods insecure", "ttl 30"}
 
 // KubeadmCorefile is the Corefile kubeadm writes
 // (cmd/kubeadm/app/phases/addons/dns/manifests.go, Kubernetes v1.37.1).
@@ -151,69 +146,14 @@ var ChartDefaultServer = Server{
 	},
 }
 
-// Live is what the cluster holds of the front's configuration, which the
-// printed form keeps: the forms that replace a whole value (a Corefile, a
-// list, a values document) merge into it.
-type Live struct {
-	// Corefile is the front's Corefile (Info.Corefile), needed where the
-	// form is a whole Corefile (kubeadm, EKS).
-	Corefile string
-	// Object is the object Info.Object names, as read (its unstructured
-	// content), or nil where it does not exist: OpenShift's DNS resource,
-	// whose spec.servers the printed list replaces; rke2's
-	// HelmChartConfig, whose valuesContent the printed one replaces.
-	Object map[string]any
-}
-
 // Render returns the configuration of platform p as the object (YAML) or
 // value (JSON, EKS) to apply, with what live holds kept.
 func Render(p Platform, o Options, live Live) (string, error) {
-	if p == OpenShift {
-		server, err := OpenShiftServer(o)
-		if err != nil {
-			return "", err
-		}
-		return OpenShiftDNS(live.Object, server)
+	r, ok := Lookup(string(p))
+	if !ok {
+		return "", fmt.Errorf("unknown platform %q: want one of %s", p, strings.Join(PlatformNames(), ", "))
 	}
-	if p == KubeDNS {
-		cm, err := StubDomains(o, nil)
-		if err != nil {
-			return "", err
-		}
-		return toYAML(cm)
-	}
-	if p == CoreDNSChart || p == RKE2 {
-		if o.MetricsAddress == "" {
-			o.MetricsAddress = "0.0.0.0:9153"
-		}
-	}
-	if o.KubernetesOptions == nil {
-		o.KubernetesOptions = KubernetesOptions(p)
-	}
-	servers, err := o.Servers()
-	if err != nil {
-		return "", err
-	}
-	corefile := live.Corefile
-	switch p {
-	case Kubeadm:
-		if strings.TrimSpace(corefile) == "" {
-			return "", fmt.Errorf("%s: the cluster's Corefile is needed to merge the blocks into", p)
-		}
-		return toYAML(configMap("coredns", map[string]string{"Corefile": Merge(corefile, Corefile(servers))}))
-	case K3s, AKS:
-		return toYAML(configMap("coredns-custom", map[string]string{CustomKey: Corefile(servers)}))
-	case EKS:
-		if strings.TrimSpace(corefile) == "" {
-			return "", fmt.Errorf("%s: the cluster's Corefile is needed: the add-on's corefile value replaces the whole Corefile", p)
-		}
-		return EKSValue(Merge(corefile, Corefile(servers)))
-	case CoreDNSChart:
-		return toYAML(map[string]any{"servers": append([]Server{ChartDefaultServer}, servers...)})
-	case RKE2:
-		return RKE2Config(live.Object, servers, o.withDefaults().StandInPort)
-	}
-	return "", fmt.Errorf("unknown platform %q: want one of %s", p, strings.Join(PlatformNames(), ", "))
+	return r.Render(o, live)
 }
 
 // OpenShiftDNS returns OpenShift's DNS resource "default" with its

@@ -391,3 +391,30 @@ func TestK3sVersionInDocs(t *testing.T) {
 		t.Errorf("found %d claims of k3s's CoreDNS version in the README, docs/platforms.md and run-front.sh, want one in each", seen)
 	}
 }
+
+// TestTableRowsComplete: every row of Table carries what kubectl mcs
+// front, check and explain act on, consistently: a form, --apply's writer
+// exactly where there is an object to write, and a way to apply by hand
+// where there is not.
+func TestTableRowsComplete(t *testing.T) {
+	for _, r := range Table {
+		s := r.Spec
+		switch {
+		case s == nil:
+			t.Errorf("%s: no Spec", r.Name)
+			continue
+		case s.Render == nil || s.Removal == nil:
+			t.Errorf("%s: no Render or Removal", r.Name)
+		case (r.Target.Kind != "") != (s.Apply != nil && s.Unapply != nil && s.Applied != "" && s.Removed != ""):
+			t.Errorf("%s: --apply writes %q, but its writer is %v", r.Name, r.Target, s.Apply != nil)
+		case r.Target.Kind == "" && r.ApplyHow == "":
+			t.Errorf("%s: --apply does not write it, and ApplyHow is empty", r.Name)
+		case s.ServerBlocks != r.Fallback:
+			t.Errorf("%s: server blocks %v, cluster.local fallback %v", r.Name, s.ServerBlocks, r.Fallback)
+		case s.NeedsCorefile && r.Corefile.Kind == "":
+			t.Errorf("%s: needs the Corefile, which it does not name", r.Name)
+		case r.Object.Kind != "" && (r.Object.APIVersion == "" || r.Object.Resource == ""):
+			t.Errorf("%s: the object %s has no APIVersion or Resource to read it by", r.Name, r.Object)
+		}
+	}
+}

@@ -146,9 +146,23 @@ type Info struct {
 	// Object is the object whose whole value the printed form replaces
 	// (Kind "" if none): front reads it and keeps what it holds (Live).
 	Object Ref
+	// Spec is how the configuration's form is written, applied, removed
+	// and read back.
+	Spec *FormSpec
+	// OwnOptions are the options of the platform's own kubernetes stanza,
+	// where the cluster's Corefile is not at hand to read them from.
+	OwnOptions []string
+	// SelfManagedUnless is the field manager that keeps the Corefile's
+	// ConfigMap when the platform's manager runs the DNS ("" if none):
+	// where no field of it is managed by it, the DNS is self-managed and
+	// kubectl mcs front --platform kubeadm --apply edits it.
+	SelfManagedUnless string
 	// ApplyHow is the supported way to apply what is printed, where
 	// --apply does not write it.
 	ApplyHow string
+	// PrintedAs is the file ApplyHow reads what is printed from ("": it
+	// reads it from stdin, piped).
+	PrintedAs string
 	// match recognises the platform on the cluster's objects.
 	match func(e *Evidence) (why string, ok bool)
 }
@@ -303,7 +317,7 @@ var Table = []Info{
 		Owner:    "the DNS operator owns openshift-dns; the DNS resource `default` is the cluster admin's, and `spec.servers` is the supported way (each entry a server block that only forwards)",
 		Detect:   "the DaemonSet openshift-dns/dns-default, or the namespace openshift-dns (pkg/operator/controller/names.go: DefaultOperandNamespace, \"dns-\" + the DNS's name)",
 		Writes:   "the DNS resource with `spec.servers` whole: the entries it has, kept, and an entry `coredns-mcs` forwarding clusterset.local and the reverse zones to the standalone Service (`kubectl apply -f -`)",
-		Workload: openShiftDS, Corefile: openShiftCM, Object: openShiftDNSCR,
+		Workload: openShiftDS, Corefile: openShiftCM, Object: openShiftDNSCR, Spec: openShiftForm,
 		ApplyHow: "kubectl apply -f - (what is printed holds spec.servers whole: the entries read from dns.operator.openshift.io/default, kept, and coredns-mcs's)",
 		match: func(e *Evidence) (string, bool) {
 			if e.OpenShiftDNS != nil {
@@ -325,7 +339,8 @@ var Table = []Info{
 		Detect:   "kube-system/coredns (its labels or its pods') labelled `eks.amazonaws.com/component`, or fields of it or its ConfigMap managed by `eks`",
 		Writes:   "the add-on configuration as JSON: `{\"corefile\": ...}`, the cluster's Corefile with the blocks merged in",
 		Fallback: true,
-		Workload: coreDNSDeploy, Corefile: coreDNSConfig,
+		Workload: coreDNSDeploy, Corefile: coreDNSConfig, Spec: eksAddonForm, OwnOptions: kubeadmOptions,
+		SelfManagedUnless: EKSFieldManager, PrintedAs: "value.json",
 		ApplyHow: "aws eks update-addon --cluster-name CLUSTER --addon-name coredns --configuration-values file://value.json (value.json: what kubectl mcs front --platform eks prints)",
 		match: func(e *Evidence) (string, bool) {
 			if managedBy(e.CoreDNS, EKSFieldManager) || managedBy(e.CoreDNSConfig, EKSFieldManager) {
@@ -349,7 +364,7 @@ var Table = []Info{
 		Detect:   "kube-system/coredns labelled `kubernetes.azure.com/managedby: aks`",
 		Writes:   "the key `multicluster.server` of ConfigMap kube-system/coredns-custom",
 		Fallback: true,
-		Workload: coreDNSDeploy, Corefile: coreDNSConfig, Target: customConfig,
+		Workload: coreDNSDeploy, Corefile: coreDNSConfig, Target: customConfig, Spec: customKeyForm, OwnOptions: kubeadmOptions,
 		match: func(e *Evidence) (string, bool) {
 			return "kube-system/coredns is labelled " + AKSManagedByLabel + ": aks (AKS)", hasLabel(e.coreDNSObjects(), AKSManagedByLabel, "aks")
 		},
@@ -367,7 +382,9 @@ var Table = []Info{
 		Detect:   "kube-system/coredns annotated `objectset.rio.cattle.io/owner-gvk: k3s.cattle.io/v1, Kind=Addon`, or mounting the ConfigMap coredns-custom",
 		Writes:   "the key `multicluster.server` of ConfigMap kube-system/coredns-custom",
 		Fallback: true,
-		Workload: coreDNSDeploy, Corefile: coreDNSConfig, Target: customConfig,
+		Workload: coreDNSDeploy, Corefile: coreDNSConfig, Target: customConfig, Spec: customKeyForm,
+		// manifests/coredns.yaml of k3s: pods insecure, no ttl.
+		OwnOptions: []string{"pods insecure"},
 		match: func(e *Evidence) (string, bool) {
 			if e.CoreDNS != nil && e.CoreDNS.Annotations[WranglerOwnerGVK] == K3sAddonGVK {
 				return "kube-system/coredns is applied by k3s's deploy controller (" + WranglerOwnerGVK + ": " + K3sAddonGVK + ")", true
@@ -387,7 +404,7 @@ var Table = []Info{
 		Detect:   "the Deployment kube-system/rke2-coredns-rke2-coredns (rancher/rke2 tests/client.go)",
 		Writes:   "the HelmChartConfig kube-system/rke2-coredns: the values it has, kept, with `servers[]` (the coredns chart's form) holding its servers (else the chart's default) and the added ones",
 		Fallback: true,
-		Workload: rke2Deploy, Object: rke2Config,
+		Workload: rke2Deploy, Object: rke2Config, Spec: rke2ConfigForm, OwnOptions: kubeadmOptions,
 		ApplyHow: "kubectl apply -f - (what is printed holds valuesContent whole: the values read from HelmChartConfig kube-system/rke2-coredns, kept; rke2 then upgrades its rke2-coredns chart)",
 		match: func(e *Evidence) (string, bool) {
 			return "kube-system/rke2-coredns-rke2-coredns runs", e.RKE2 != nil
@@ -404,7 +421,7 @@ var Table = []Info{
 		Detect:   "kube-system/coredns labelled `app.kubernetes.io/managed-by: Helm` and `helm.sh/chart: coredns-...`",
 		Writes:   "`servers[]`: the chart's default server, then the added ones",
 		Fallback: true,
-		Workload: coreDNSDeploy,
+		Workload: coreDNSDeploy, Spec: chartForm, OwnOptions: kubeadmOptions, PrintedAs: "values.yaml",
 		ApplyHow: "helm upgrade RELEASE coredns/coredns --reuse-values -f values.yaml (values.yaml: what kubectl mcs front --platform coredns-chart prints)",
 		match: func(e *Evidence) (string, bool) {
 			if e.CoreDNS == nil || e.CoreDNS.Labels[HelmManagedByLabel] != "Helm" || !strings.HasPrefix(e.CoreDNS.Labels[HelmChartLabel], "coredns-") {
@@ -426,7 +443,7 @@ var Table = []Info{
 		Detect:   "the ConfigMap kube-system/kubeadm-config; any other kube-system/coredns no manager claims is edited the same way",
 		Writes:   "the Corefile with the added blocks merged in between two markers",
 		Fallback: true,
-		Workload: coreDNSDeploy, Corefile: coreDNSConfig, Target: coreDNSConfig,
+		Workload: coreDNSDeploy, Corefile: coreDNSConfig, Target: coreDNSConfig, Spec: corefileForm, OwnOptions: kubeadmOptions,
 		match: func(e *Evidence) (string, bool) {
 			return "kube-system/kubeadm-config exists", e.CoreDNS != nil && e.KubeadmConfig
 		},
@@ -441,7 +458,7 @@ var Table = []Info{
 		Owner:    "GKE's addon manager owns the kube-dns Deployment (Reconcile), not its ConfigMap: `--apply` writes the stub domains (not on Autopilot, where kube-dns's configuration may not be changed)",
 		Detect:   "the Deployment kube-system/kube-dns labelled `addonmanager.kubernetes.io/mode: Reconcile`, without kube-system/coredns",
 		Writes:   "`stubDomains` for clusterset.local and the reverse zones, added to the ones it has (no cluster.local fallback)",
-		Workload: kubeDNSDeploy, Target: kubeDNSConfig,
+		Workload: kubeDNSDeploy, Target: kubeDNSConfig, Spec: stubDomainsForm,
 		match: func(e *Evidence) (string, bool) {
 			return "kube-system/kube-dns runs, reconciled by the addon manager, no kube-system/coredns (GKE)", e.CoreDNS == nil && e.KubeDNS != nil && e.KubeDNS.Labels[AddonManagerLabel] == "Reconcile"
 		},
@@ -456,7 +473,7 @@ var Table = []Info{
 		Owner:    "the cluster admin (the addon's ConfigMap is EnsureExists): `--apply` writes it",
 		Detect:   "the Deployment kube-system/kube-dns, without kube-system/coredns",
 		Writes:   "`stubDomains` for clusterset.local and the reverse zones, added to the ones it has (no cluster.local fallback)",
-		Workload: kubeDNSDeploy, Target: kubeDNSConfig,
+		Workload: kubeDNSDeploy, Target: kubeDNSConfig, Spec: stubDomainsForm,
 		match: func(e *Evidence) (string, bool) {
 			return "kube-system/kube-dns runs, no kube-system/coredns", e.CoreDNS == nil && e.KubeDNS != nil
 		},
@@ -467,6 +484,15 @@ var Table = []Info{
 // form, its ConfigMap edited.
 func kubeadmAny(e *Evidence) (string, bool) {
 	return "kube-system/coredns reads the ConfigMap coredns, which no manager claims; name --platform eks or coredns-chart if its Corefile is managed elsewhere", e.CoreDNS != nil
+}
+
+// HowToApply is the supported way to apply what kubectl mcs front prints
+// for the row, where --apply does not write it.
+func (r *Info) HowToApply() string {
+	if r.PrintedAs == "" {
+		return "kubectl mcs front --platform " + r.Name + " | " + r.ApplyHow
+	}
+	return "kubectl mcs front --platform " + r.Name + " > " + r.PrintedAs + ", then " + r.ApplyHow
 }
 
 // Lookup returns the row named name (--platform).
@@ -520,7 +546,7 @@ func ManagerOf(obj meta.Object, ref Ref) *Manager {
 	l, a := obj.GetLabels(), obj.GetAnnotations()
 	switch {
 	case managedBy(obj, EKSFieldManager):
-		return &Manager{Who: "the Amazon EKS add-on", Because: "fields managed by \"eks\"", Instead: "kubectl mcs front --platform eks > value.json, then " + RowOf(EKS).ApplyHow}
+		return &Manager{Who: "the Amazon EKS add-on", Because: "fields managed by \"eks\"", Instead: RowOf(EKS).HowToApply()}
 	case a[WranglerOwnerGVK] == K3sAddonGVK:
 		return &Manager{Who: "k3s's deploy controller (Addon " + a[WranglerOwnerName] + ")", Because: WranglerOwnerGVK + ": " + K3sAddonGVK, Instead: "kubectl mcs front --platform k3s --apply (the ConfigMap coredns-custom, which k3s imports and leaves alone)"}
 	case l[AddonManagerLabel] == "Reconcile":
@@ -530,9 +556,9 @@ func ManagerOf(obj meta.Object, ref Ref) *Manager {
 		return &Manager{Who: "AKS", Because: AKSManagedByLabel + ": aks", Instead: "kubectl mcs front --platform aks --apply (the ConfigMap coredns-custom)"}
 	case l[HelmManagedByLabel] == "Helm":
 		chart := l[HelmChartLabel]
-		instead := "the chart's values (kubectl mcs front --platform coredns-chart, then " + RowOf(CoreDNSChart).ApplyHow + ")"
+		instead := "the chart's values (" + RowOf(CoreDNSChart).HowToApply() + ")"
 		if strings.HasPrefix(chart, "rke2-coredns") {
-			instead = "kubectl mcs front --platform rke2 | " + RowOf(RKE2).ApplyHow
+			instead = RowOf(RKE2).HowToApply()
 		}
 		return &Manager{Who: "Helm (chart " + chart + ")", Because: HelmManagedByLabel + ": Helm", Instead: instead}
 	}
@@ -567,8 +593,8 @@ func Markdown() string {
 			switch {
 			case v.CoreDNS == "":
 				rt = "not CoreDNS"
-			case r.Form == OpenShift:
-				rt = "not settable in `spec.servers`"
+			case r.Spec.NoReadTimeout != "":
+				rt = r.Spec.NoReadTimeout
 			case v.ReadTimeout():
 				rt = "yes"
 			}

@@ -2,7 +2,6 @@ package mcsctl
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -80,7 +79,6 @@ func runFront(ctx context.Context, kube kubeclient.Interface, dyn dynamic.Interf
 	if err != nil {
 		return 1, err
 	}
-	platform := row.Form
 	fmt.Fprintf(stderr, "# platform: %s (%s)\n", row.Name, why)
 
 	live, err := liveCorefile(ctx, kube, row)
@@ -98,10 +96,10 @@ func runFront(ctx context.Context, kube kubeclient.Interface, dyn dynamic.Interf
 		}
 		fmt.Fprintf(stderr, "# standalone Service %s: %s\n", f.standalone, opts.Standalone)
 	}
-	if live != "" && platform != front.OpenShift {
+	if live != "" && row.Spec.ServerBlocks {
 		opts.KubernetesOptions, opts.MetricsAddress = ownStanza(live, f.clusterDomain)
 	}
-	if !f.remove && platform != front.KubeDNS && platform != front.OpenShift {
+	if !f.remove && row.Spec.ServerBlocks {
 		version, from := f.version, "--coredns-version"
 		if version == "" {
 			version, from = dnsVersion(ctx, kube, row)
@@ -117,10 +115,13 @@ func runFront(ctx context.Context, kube kubeclient.Interface, dyn dynamic.Interf
 		}
 	}
 	state := front.Live{Corefile: live, Object: object}
+	if state.Target, state.TargetFound, err = targetValue(ctx, kube, row.Target); err != nil {
+		return 1, err
+	}
 	if f.remove {
 		return frontRemove(ctx, kube, row, state, opts, f.apply, stdout, stderr)
 	}
-	out, err := front.Render(platform, opts, state)
+	out, err := row.Render(opts, state)
 	if err != nil {
 		return 1, err
 	}
@@ -264,12 +265,28 @@ func liveCorefile(ctx context.Context, kube kubeclient.Interface, row *front.Inf
 	}
 	cm, err := kube.CoreV1().ConfigMaps(ref.Namespace).Get(ctx, ref.Name, meta.GetOptions{})
 	if err != nil {
-		if apierrors.IsNotFound(err) && row.Form != front.Kubeadm && row.Form != front.EKS {
+		if apierrors.IsNotFound(err) && !row.Spec.NeedsCorefile {
 			return "", nil
 		}
 		return "", fmt.Errorf("the cluster DNS's Corefile (%s): %w", ref, err)
 	}
 	return cm.Data[ref.Key], nil
+}
+
+// targetValue returns the value of the key of the ConfigMap --apply writes
+// (front.Info.Target), and whether the ConfigMap exists.
+func targetValue(ctx context.Context, kube kubeclient.Interface, ref front.Ref) (string, bool, error) {
+	if ref.Kind == "" {
+		return "", false, nil
+	}
+	cm, err := kube.CoreV1().ConfigMaps(ref.Namespace).Get(ctx, ref.Name, meta.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("%s: %w", ref, err)
+	}
+	return cm.Data[ref.Key], true, nil
 }
 
 // standaloneAddress returns the ClusterIP of the standalone Service.
@@ -364,24 +381,29 @@ func refuseManaged(ctx context.Context, kube kubeclient.Interface, ref front.Ref
 // configuration elsewhere than an object front writes.
 func notAnObject(ctx context.Context, kube kubeclient.Interface, row *front.Info, what string) error {
 	err := fmt.Errorf("--apply: %s's DNS configuration is not an object kubectl mcs front writes (%s): apply %s with %s", row.Name, row.Owner, what, row.ApplyHow)
-	if row.Form == front.EKS {
-		// A self-managed CoreDNS on EKS (not the add-on) is the user's.
-		cm, gerr := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", meta.GetOptions{})
-		if gerr == nil && front.ManagerOf(cm, front.RowOf(front.Kubeadm).Target) == nil {
-			err = fmt.Errorf("%w; kube-system/coredns has no fields managed by %q, so if CoreDNS is self-managed (not the add-on), kubectl mcs front --platform kubeadm --apply edits its ConfigMap", err, front.EKSFieldManager)
-		}
+	if selfManaged(ctx, kube, row) {
+		err = fmt.Errorf("%w; %s has no fields managed by %q, so if CoreDNS is self-managed (not the platform's add-on), kubectl mcs front --platform kubeadm --apply edits its ConfigMap", err, row.Corefile.Object(), row.SelfManagedUnless)
 	}
 	return err
+}
+
+// selfManaged reports whether the Corefile's ConfigMap of a platform whose
+// manager keeps it (front.Info.SelfManagedUnless) has no field of that
+// manager: a DNS the user runs, edited as kubeadm's.
+func selfManaged(ctx context.Context, kube kubeclient.Interface, row *front.Info) bool {
+	if row.SelfManagedUnless == "" {
+		return false
+	}
+	cm, err := kube.CoreV1().ConfigMaps(row.Corefile.Namespace).Get(ctx, row.Corefile.Name, meta.GetOptions{})
+	return err == nil && !slices.ContainsFunc(cm.ManagedFields, func(f meta.ManagedFieldsEntry) bool { return f.Manager == row.SelfManagedUnless })
 }
 
 // frontApply writes the configuration into the object the platform takes
 // it from (front.Info.Target), unless a platform manager keeps that
 // object; for the others it prints it and says how to apply it.
 func frontApply(ctx context.Context, kube kubeclient.Interface, row *front.Info, opts front.Options, state front.Live, stdout, stderr io.Writer) (int, error) {
-	p := row.Form
-	live := state.Corefile
 	if row.Target.Kind == "" {
-		out, err := front.Render(p, opts, state)
+		out, err := row.Render(opts, state)
 		if err != nil {
 			return 1, err
 		}
@@ -391,132 +413,21 @@ func frontApply(ctx context.Context, kube kubeclient.Interface, row *front.Info,
 	if err := refuseManaged(ctx, kube, row.Target); err != nil {
 		return 1, err
 	}
-	servers, err := opts.Servers()
+	value, err := row.ApplyValue(opts, state)
 	if err != nil {
 		return 1, err
 	}
-	switch p {
-	case front.Kubeadm:
-		if err := setConfigMapKey(ctx, kube, "coredns", "Corefile", front.Merge(live, front.Corefile(servers))); err != nil {
-			return 1, err
-		}
-		fmt.Fprintln(stderr, "applied: kube-system/coredns Corefile, with the blocks forwarding to coredns-mcs (CoreDNS's reload plugin picks it up within its interval; kubectl -n kube-system rollout restart deploy/coredns applies it at once)")
-	case front.K3s, front.AKS:
-		if err := setConfigMapKey(ctx, kube, "coredns-custom", front.CustomKey, front.Corefile(servers)); err != nil {
-			return 1, err
-		}
-		// CoreDNS's reload hashes the Corefile with its imports followed
-		// (parse in plugin/reload/reload.go, v1.13.1 and v1.15.0), so it
-		// sees the imported key change once the kubelet updates the mount.
-		fmt.Fprintf(stderr, "applied: kube-system/coredns-custom %s (CoreDNS's reload picks it up within its interval once the kubelet has updated the mounted ConfigMap, up to a minute or two; kubectl -n kube-system rollout restart deploy/coredns applies it at once)\n", front.CustomKey)
-	case front.KubeDNS:
-		cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-dns", meta.GetOptions{})
-		existing := map[string][]string{}
-		switch {
-		case err == nil:
-			if s := cm.Data["stubDomains"]; s != "" {
-				if err := json.Unmarshal([]byte(s), &existing); err != nil {
-					return 1, fmt.Errorf("kube-system/kube-dns stubDomains: %w", err)
-				}
-			}
-		case !apierrors.IsNotFound(err):
-			return 1, err
-		}
-		stubs, err := front.StubDomains(opts, existing)
-		if err != nil {
-			return 1, err
-		}
-		if err := setConfigMapKey(ctx, kube, "kube-dns", "stubDomains", stubs.Data["stubDomains"]); err != nil {
-			return 1, err
-		}
-		fmt.Fprintln(stderr, "applied: kube-system/kube-dns stubDomains")
-	default:
-		return 1, fmt.Errorf("--apply: no writer for %s", row.Target)
+	if err := setConfigMapKey(ctx, kube, row.Target, value); err != nil {
+		return 1, err
 	}
+	fmt.Fprintln(stderr, row.Spec.Applied)
 	return 0, nil
 }
 
 // frontRemove prints, or applies, the configuration without coredns-mcs.
 func frontRemove(ctx context.Context, kube kubeclient.Interface, row *front.Info, state front.Live, opts front.Options, apply bool, stdout, stderr io.Writer) (int, error) {
-	p := row.Form
-	live := state.Corefile
-	if apply && row.Target.Kind != "" {
-		if err := refuseManaged(ctx, kube, row.Target); err != nil {
-			return 1, err
-		}
-	}
-	switch p {
-	case front.Kubeadm, front.EKS:
-		restored := front.Remove(live)
-		if p == front.EKS {
-			// The add-on takes the same value as the install, its Corefile
-			// without the blocks: aws eks update-addon cannot take a bare
-			// Corefile.
-			value, err := front.EKSValue(restored)
-			if err != nil {
-				return 1, err
-			}
-			fmt.Fprint(stdout, value)
-			if apply {
-				return 1, notAnObject(ctx, kube, row, "the value printed")
-			}
-			return 0, nil
-		}
-		if !apply {
-			fmt.Fprint(stdout, restored)
-			return 0, nil
-		}
-		if err := setConfigMapKey(ctx, kube, "coredns", "Corefile", restored); err != nil {
-			return 1, err
-		}
-		fmt.Fprintln(stderr, "removed: the blocks forwarding to coredns-mcs from kube-system/coredns")
-	case front.K3s, front.AKS:
-		if !apply {
-			fmt.Fprintf(stdout, "kubectl -n kube-system patch configmap coredns-custom --type json -p '[{\"op\":\"remove\",\"path\":\"/data/%s\"}]'\n", jsonPointerEscape(front.CustomKey))
-			return 0, nil
-		}
-		patch := fmt.Sprintf(`[{"op":"remove","path":"/data/%s"}]`, jsonPointerEscape(front.CustomKey))
-		if _, err := kube.CoreV1().ConfigMaps("kube-system").Patch(ctx, "coredns-custom", types.JSONPatchType, []byte(patch), meta.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
-			return 1, err
-		}
-		fmt.Fprintf(stderr, "removed: %s from kube-system/coredns-custom; kubectl -n kube-system rollout restart deploy/coredns\n", front.CustomKey)
-	case front.KubeDNS:
-		cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-dns", meta.GetOptions{})
-		if err != nil {
-			return 1, err
-		}
-		stubs := map[string][]string{}
-		if s := cm.Data["stubDomains"]; s != "" {
-			if err := json.Unmarshal([]byte(s), &stubs); err != nil {
-				return 1, fmt.Errorf("kube-system/kube-dns stubDomains: %w", err)
-			}
-		}
-		opts.Standalone = "0.0.0.0" // only the zones are needed
-		zones, err := opts.ReverseZones()
-		if err != nil {
-			return 1, err
-		}
-		for _, z := range append(zones, front.DefaultClustersetZone) {
-			delete(stubs, z)
-		}
-		data, _ := json.Marshal(stubs)
-		if !apply {
-			fmt.Fprintf(stdout, "stubDomains: %s\n", data)
-			return 0, nil
-		}
-		if err := setConfigMapKey(ctx, kube, "kube-dns", "stubDomains", string(data)); err != nil {
-			return 1, err
-		}
-		fmt.Fprintln(stderr, "removed: coredns-mcs's stub domains from kube-system/kube-dns")
-	case front.OpenShift, front.RKE2:
-		// The object whole, as read, without what front wrote.
-		var out string
-		var err error
-		if p == front.OpenShift {
-			out, err = front.OpenShiftDNS(state.Object, nil)
-		} else {
-			out, err = front.RKE2Config(state.Object, nil, front.DefaultStandInPort)
-		}
+	if !apply || row.Target.Kind == "" {
+		out, err := row.Spec.Removal(opts, state)
 		if err != nil {
 			return 1, err
 		}
@@ -524,19 +435,35 @@ func frontRemove(ctx context.Context, kube kubeclient.Interface, row *front.Info
 		if apply {
 			return 1, notAnObject(ctx, kube, row, "what is printed")
 		}
-	default:
-		return 1, fmt.Errorf("--remove: for %s, set servers[] back to the chart's default (remove the entries after the first)", row.Name)
+		return 0, nil
 	}
+	if err := refuseManaged(ctx, kube, row.Target); err != nil {
+		return 1, err
+	}
+	value, drop, err := row.Spec.Unapply(opts, state)
+	if err != nil {
+		return 1, err
+	}
+	if drop {
+		ref := row.Target
+		patch := fmt.Sprintf(`[{"op":"remove","path":"/data/%s"}]`, front.JSONPointerEscape(ref.Key))
+		if _, err := kube.CoreV1().ConfigMaps(ref.Namespace).Patch(ctx, ref.Name, types.JSONPatchType, []byte(patch), meta.PatchOptions{}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
+			return 1, err
+		}
+	} else if err := setConfigMapKey(ctx, kube, row.Target, value); err != nil {
+		return 1, err
+	}
+	fmt.Fprintln(stderr, row.Spec.Removed)
 	return 0, nil
 }
 
-// setConfigMapKey sets one key of a kube-system ConfigMap, creating it if
-// it is missing, and leaves its other keys alone.
-func setConfigMapKey(ctx context.Context, kube kubeclient.Interface, name, key, value string) error {
-	cms := kube.CoreV1().ConfigMaps("kube-system")
-	cm, err := cms.Get(ctx, name, meta.GetOptions{})
+// setConfigMapKey sets the key of the ConfigMap ref, creating it if it is
+// missing, and leaves its other keys alone.
+func setConfigMapKey(ctx context.Context, kube kubeclient.Interface, ref front.Ref, value string) error {
+	cms := kube.CoreV1().ConfigMaps(ref.Namespace)
+	cm, err := cms.Get(ctx, ref.Name, meta.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: name, Namespace: "kube-system"}, Data: map[string]string{key: value}}, meta.CreateOptions{})
+		_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: meta.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace}, Data: map[string]string{ref.Key: value}}, meta.CreateOptions{})
 		return err
 	}
 	if err != nil {
@@ -545,11 +472,7 @@ func setConfigMapKey(ctx context.Context, kube kubeclient.Interface, name, key, 
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
 	}
-	cm.Data[key] = value
+	cm.Data[ref.Key] = value
 	_, err = cms.Update(ctx, cm, meta.UpdateOptions{})
 	return err
-}
-
-func jsonPointerEscape(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }

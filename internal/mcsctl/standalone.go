@@ -16,7 +16,6 @@ import (
 	"github.com/coredns/coredns/plugin/pkg/dnstest"
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeclient "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -89,12 +88,11 @@ func (l layout) rbacFix() string {
 // frontConfig is the front's configuration: the blocks kubectl mcs front
 // adds, and its whole Corefile, as CoreDNS reads them.
 type frontConfig struct {
-	platform front.Platform
-	row      *front.Info
-	source   string                  // where the added blocks are
-	added    []caddyfile.ServerBlock // the blocks forwarding to coredns-mcs
-	all      []caddyfile.ServerBlock // every block of the front, the added ones included
-	own      string                  // where the front's own Corefile is
+	row    *front.Info
+	source string                  // where the added blocks are
+	added  []caddyfile.ServerBlock // the blocks forwarding to coredns-mcs
+	all    []caddyfile.ServerBlock // every block of the front, the added ones included
+	own    string                  // where the front's own Corefile is
 	// stubs: the zones a stub-domain form (kube-dns, OpenShift's
 	// spec.servers) sends elsewhere, and where; nil for the others.
 	stubs map[string][]string
@@ -108,17 +106,11 @@ type frontConfig struct {
 // configuration right on the platform of row.
 func frontFix(ctx context.Context, kube kubeclient.Interface, row *front.Info) string {
 	if row.Target.Kind == "" {
-		if row.Form == front.EKS {
-			cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", meta.GetOptions{})
-			if err == nil && !slices.ContainsFunc(cm.ManagedFields, func(f meta.ManagedFieldsEntry) bool { return f.Manager == front.EKSFieldManager }) {
-				return "kubectl mcs front --platform kubeadm --apply (a self-managed CoreDNS: no fields of kube-system/coredns are managed by \"eks\"), or for the add-on kubectl mcs front --platform eks > value.json, then " + row.ApplyHow
-			}
-			return "kubectl mcs front --platform eks > value.json, then " + row.ApplyHow
+		fix := row.HowToApply()
+		if selfManaged(ctx, kube, row) {
+			return fmt.Sprintf("kubectl mcs front --platform kubeadm --apply (a self-managed CoreDNS: no fields of %s are managed by %q), or for the add-on %s", row.Corefile.Object(), row.SelfManagedUnless, fix)
 		}
-		if strings.HasPrefix(row.ApplyHow, "kubectl apply -f -") {
-			return "kubectl mcs front --platform " + row.Name + " | " + row.ApplyHow
-		}
-		return "kubectl mcs front --platform " + row.Name + ", then " + row.ApplyHow
+		return fix
 	}
 	ref := row.Target
 	if cm, err := kube.CoreV1().ConfigMaps(ref.Namespace).Get(ctx, ref.Name, meta.GetOptions{}); err == nil {
@@ -136,7 +128,7 @@ func loadFront(ctx context.Context, kube kubeclient.Interface) (*frontConfig, er
 	if err != nil {
 		return nil, err
 	}
-	fc := &frontConfig{platform: row.Form, row: row, fix: frontFix(ctx, kube, row)}
+	fc := &frontConfig{row: row, fix: frontFix(ctx, kube, row)}
 	parse := func(source, text string) ([]caddyfile.ServerBlock, error) {
 		// Imports (k3s's coredns-custom) name files of the DNS pods.
 		blocks, err := caddyfile.Parse(source, strings.NewReader(importLine.ReplaceAllString(text, "")), nil)
@@ -145,29 +137,40 @@ func loadFront(ctx context.Context, kube kubeclient.Interface) (*frontConfig, er
 		}
 		return blocks, nil
 	}
-	switch row.Form {
-	case front.KubeDNS:
-		fc.source = "ConfigMap kube-system/kube-dns stubDomains"
-		cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-dns", meta.GetOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
+	targetBlocks := func() ([]caddyfile.ServerBlock, error) {
+		value, found, err := targetValue(ctx, kube, row.Target)
+		if err != nil || !found || value == "" {
+			return nil, err
+		}
+		return parse(fc.source, value)
+	}
+	switch row.Spec.Review {
+	case front.ReviewNotRead:
+		return nil, fmt.Errorf("the front's configuration (%s) is a chart's values, not read here: compare it with kubectl mcs front --platform %s", row.Name, row.Name)
+	case front.ReviewTargetStubs:
+		fc.source = row.Target.Object() + " " + row.Target.Key
+		value, _, err := targetValue(ctx, kube, row.Target)
+		if err != nil {
 			return nil, err
 		}
 		fc.stubs = map[string][]string{}
-		if err == nil && cm.Data["stubDomains"] != "" {
-			if err := json.Unmarshal([]byte(cm.Data["stubDomains"]), &fc.stubs); err != nil {
+		if value != "" {
+			if err := json.Unmarshal([]byte(value), &fc.stubs); err != nil {
 				return nil, fmt.Errorf("%s: %w", fc.source, err)
 			}
 		}
 		return fc, nil
-	case front.OpenShift:
+	}
+	live, err := liveCorefile(ctx, kube, row)
+	if err != nil {
+		return nil, err
+	}
+	switch row.Spec.Review {
+	case front.ReviewCorefileStubs:
 		// The operator renders spec.servers into the Corefile of its
 		// ConfigMap: a block per server, its zones on port 5353, forward
 		// to the upstreams (controller_dns_configmap.go).
 		fc.source = "spec.servers of dns.operator.openshift.io/default (" + row.Corefile.String() + ")"
-		live, err := liveCorefile(ctx, kube, row)
-		if err != nil {
-			return nil, err
-		}
 		blocks, err := parse(row.Corefile.String(), live)
 		if err != nil {
 			return nil, err
@@ -181,30 +184,21 @@ func loadFront(ctx context.Context, kube kubeclient.Interface) (*frontConfig, er
 			}
 		}
 		return fc, nil
-	case front.CoreDNSChart, front.RKE2:
-		return nil, fmt.Errorf("the front's configuration (%s) is a chart's values, not read here: compare it with kubectl mcs front --platform %s", row.Name, row.Name)
-	}
-	fc.own = row.Corefile.Object()
-	live, err := liveCorefile(ctx, kube, row)
-	if err != nil {
-		return nil, err
-	}
-	if fc.all, err = parse(fc.own, live); err != nil {
-		return nil, err
-	}
-	if row.Form == front.K3s || row.Form == front.AKS {
-		fc.source = row.Target.String()
-		cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns-custom", meta.GetOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
+	case front.ReviewTargetBlocks:
+		fc.own = row.Corefile.Object()
+		if fc.all, err = parse(fc.own, live); err != nil {
 			return nil, err
 		}
-		if err == nil && cm.Data[front.CustomKey] != "" {
-			if fc.added, err = parse(fc.source, cm.Data[front.CustomKey]); err != nil {
-				return nil, err
-			}
+		fc.source = row.Target.String()
+		if fc.added, err = targetBlocks(); err != nil {
+			return nil, err
 		}
 		fc.all = append(fc.all, fc.added...)
 		return fc, nil
+	}
+	fc.own = row.Corefile.Object()
+	if fc.all, err = parse(fc.own, live); err != nil {
+		return nil, err
 	}
 	fc.source = fc.own
 	if section := addedSectionOf(live); section != "" {
