@@ -39,8 +39,7 @@ func (w *watcher) reach(resource string, err error) {
 		return
 	}
 	undecodable := isUndecodable(err)
-	var status apierrors.APIStatus
-	down := err != nil && !undecodable && !errors.As(err, &status)
+	down := isUnreachable(err)
 	w.unreachableMu.Lock()
 	defer w.unreachableMu.Unlock()
 	if undecodable && !w.undecodable[resource] {
@@ -70,6 +69,14 @@ func (w *watcher) reach(resource string, err error) {
 	if len(w.unreachable) == 0 {
 		log.Infof("Kubernetes API reachable again")
 	}
+}
+
+// isUnreachable reports whether err is a call that got no answer from the
+// API server: an error without a status, and not an answer that could not
+// be decoded.
+func isUnreachable(err error) bool {
+	var status apierrors.APIStatus
+	return err != nil && !isUndecodable(err) && !errors.As(err, &status)
 }
 
 // apiUnreachable reports whether some resource's last call got no answer.

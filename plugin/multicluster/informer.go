@@ -6,6 +6,7 @@ package multicluster
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
@@ -151,25 +153,146 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 		}
 		return nil
 	}
-	cfg := &cache.Config{
+	return &informer{
+		kind: kind,
 		// A RealFIFO, not a DeltaFIFO: the DeltaFIFO's map of pending keys
 		// grows to every object at a (re)list and, a Go map, never gives
 		// the room back (an entry per object, for as long as the process
 		// runs); the RealFIFO's queue is a slice that is dropped once
 		// drained. slim thins each object as it is queued.
-		Queue:            cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: store, Transformer: slim}),
-		ListerWatcher:    cache.ToListWatcherWithWatchListSemantics(thinPages(reporting(kind, lw, onError, retry)), listThenWatch{}),
-		ObjectType:       objType,
-		Process:          process,
-		FullResyncPeriod: 0,
-		WatchErrorHandlerWithContext: func(ctx context.Context, r *cache.Reflector, err error) {
-			if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
-				return // reported once as a degraded state
-			}
-			cache.DefaultWatchErrorHandler(ctx, r, err)
-		},
+		queue:   cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{KeyFunction: cache.MetaNamespaceKeyFunc, KnownObjects: store, Transformer: slim}),
+		lw:      cache.ToListWatcherWithWatchListSemantics(thinPages(reporting(kind, lw, onError, retry)), listThenWatch{}),
+		objType: objType,
+		process: process,
 	}
-	return cache.New(cfg)
+}
+
+// informer is the controller of cache.New, a reflector filling a queue that
+// one goroutine drains into process, but for how it waits between the
+// reflector's attempts. The reflector's own loop (Reflector.RunWithContext
+// in client-go tools/cache/reflector.go) waits its back-off after every
+// ListAndWatch, also one whose watch merely ended with 410 Gone; that
+// back-off doubles from 0.8 s to 30 s, jittered up to twice as long, with
+// each failed watch or list, and starts again from 0.8 s only every two
+// minutes (wait.Backoff.DelayWithReset). An API server restart is both: the
+// failed watches of the outage grow the back-off, and the new API server
+// ends the watch that comes back with 410 Gone (its watch cache starts at
+// the newest resourceVersion). The relist then waited 13 s and more after
+// the API server was ready, and changes made meanwhile were not served. So
+// here the reflector relists at once after a watch that ran (relistPolicy),
+// and retries a failure, or its watch after a refused connection, within
+// watchBackoff's cap: a plugin watches a handful of kinds, whose retries
+// cost the API server little.
+type informer struct {
+	kind    string
+	queue   cache.Queue
+	lw      cache.ListerWatcher
+	objType runtime.Object
+	process cache.ProcessFunc
+
+	mu        sync.Mutex
+	reflector *cache.Reflector
+}
+
+// watchBackoff is the wait before another attempt after a failed list or
+// watch: doubling from 250 ms up to 2 s, each wait jittered up to half as
+// long again, so that the plugin follows an API server that is back within
+// 3 s.
+var watchBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 4, Cap: 2 * time.Second}
+
+// workingWatch is how long a ListAndWatch must have run for its end (the
+// API server ended the watch, or restarted) to be followed by a relist at
+// once; one that ended sooner is retried as a failure, so that an API
+// server that ends every watch at once is not asked again and again.
+const workingWatch = 10 * time.Second
+
+func (in *informer) Run(stopCh <-chan struct{}) { in.RunWithContext(wait.ContextForChannel(stopCh)) }
+
+// RunWithContext runs the reflector and drains the queue until ctx ends.
+func (in *informer) RunWithContext(ctx context.Context) {
+	go func() {
+		<-ctx.Done()
+		in.queue.Close()
+	}()
+	backoff := watchBackoff
+	r := cache.NewReflectorWithOptions(in.lw, in.objType, in.queue, cache.ReflectorOptions{TypeDescription: in.kind, Backoff: &backoff})
+	in.mu.Lock()
+	in.reflector = r
+	in.mu.Unlock()
+	var running sync.WaitGroup
+	running.Go(func() { in.listAndWatch(ctx, r) })
+	for {
+		if _, err := in.queue.Pop(cache.PopProcessFunc(in.process)); errors.Is(err, cache.ErrFIFOClosed) {
+			break
+		}
+	}
+	running.Wait()
+}
+
+// listAndWatch calls the reflector's ListAndWatch until ctx ends: again at
+// once after a watch that worked for workingWatch, else after the next wait
+// of watchBackoff.
+func (in *informer) listAndWatch(ctx context.Context, r *cache.Reflector) {
+	var p relistPolicy
+	for ctx.Err() == nil {
+		began := time.Now()
+		err := r.ListAndWatchWithContext(ctx)
+		if err != nil && ctx.Err() == nil {
+			watchError(ctx, r, err)
+		}
+		d := p.next(err, time.Since(began))
+		if d == 0 {
+			continue
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// relistPolicy decides how long to wait before the next ListAndWatch.
+type relistPolicy struct{ backoff *wait.Backoff }
+
+// next is the wait after a ListAndWatch that returned err after running
+// for ran: none after a watch that worked, else the next step of
+// watchBackoff, which a working watch starts again from its first.
+func (p *relistPolicy) next(err error, ran time.Duration) time.Duration {
+	if err == nil && ran >= workingWatch {
+		p.backoff = nil
+		return 0
+	}
+	if p.backoff == nil {
+		b := watchBackoff
+		p.backoff = &b
+	}
+	return p.backoff.Step()
+}
+
+// watchError logs err as client-go's informers do, but for what reporting
+// logs once, not on every attempt: refusals, which are a degraded state,
+// and calls the API server did not answer (reach).
+func watchError(ctx context.Context, r *cache.Reflector, err error) {
+	if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || isUnreachable(err) {
+		return
+	}
+	cache.DefaultWatchErrorHandler(ctx, r, err)
+}
+
+func (in *informer) HasSynced() bool { return in.queue.HasSynced() }
+
+func (in *informer) HasSyncedChecker() cache.DoneChecker { return in.queue.HasSyncedChecker() }
+
+func (in *informer) LastSyncResourceVersion() string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.reflector == nil {
+		return ""
+	}
+	return in.reflector.LastSyncResourceVersion()
 }
 
 // newStore is the client-go store of an informer whose handler does not keep
