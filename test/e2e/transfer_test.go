@@ -21,10 +21,7 @@ var corefileTransfer = strings.Replace(corefileWith, "    multicluster ", "    t
 // answers, each with what a query for it answers, between two SOAs; a
 // CoreDNS secondary pulls the zone and answers a clusterset name from it.
 func TestZoneTransfer(t *testing.T) {
-	dig, err := exec.LookPath("dig")
-	if err != nil {
-		t.Fatalf("dig is needed (apt-get install dnsutils): %v", err)
-	}
+	dig := digPath(t)
 	s := startServer(t, corefileTransfer, true)
 	ns := namespace(t, "axfr")
 	createImport(t, newImport(ns, "web", "10.42.20.1", "fd00::20:1"))
