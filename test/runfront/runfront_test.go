@@ -147,6 +147,23 @@ func TestMakeRunFront(t *testing.T) {
 	if ok, got := answers(localName, localIP); !ok {
 		t.Fatalf("%s: want %s; got %s", localName, localIP, got)
 	}
+	// The watch loop's pod lookups, as printed: a short name through the
+	// search list of a pod in demo.
+	podLookup := match(t, text, `\$\(([^ ]+/localfront) -lookup \\?\$n -server 127\.0\.0\.1:`+port+`\)`)
+	for name, want := range map[string][]string{
+		"checkout":    {"checkout.demo.svc.cluster.local NOERROR"},
+		"example.com": {"example.com.demo.svc.cluster.local NXDOMAIN", "example.com.svc.cluster.local NXDOMAIN", "example.com.cluster.local NXDOMAIN", "; "},
+	} {
+		got, err := exec.CommandContext(ctx, podLookup, "-lookup", name, "-server", addr).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s -lookup %s: %v\n%s", podLookup, name, err, got)
+		}
+		for _, w := range want {
+			if !strings.Contains(string(got), w) {
+				t.Errorf("the pod lookup of %s: %q lacks %q", name, got, w)
+			}
+		}
+	}
 
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
