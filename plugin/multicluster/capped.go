@@ -46,8 +46,9 @@ func capAnswer(r *dns.Msg, a answer) (answer, bool) {
 	if len(a.answer) <= maxAnswerRecords && fits(r, a) {
 		return a, false
 	}
+	owners := extraOwners(a)
 	cuts := cutPoints(a.answer, true)
-	if len(cuts) < 2 || cuts[1] > maxAnswerRecords || !fits(r, keepAnswers(a, cuts[1])) {
+	if len(cuts) < 2 || cuts[1] > maxAnswerRecords || !fits(r, keepAnswers(a, owners, cuts[1])) {
 		// One target's records alone are too many (a ClusterSetIP import
 		// of thousands of ports): cut inside them.
 		cuts = cutPoints(a.answer, false)
@@ -56,7 +57,7 @@ func capAnswer(r *dns.Msg, a answer) (answer, bool) {
 	for k > 0 && cuts[k] > maxAnswerRecords {
 		k--
 	}
-	capped := func(k int) answer { return keepAnswers(a, cuts[k]) }
+	capped := func(k int) answer { return keepAnswers(a, owners, cuts[k]) }
 	if !fits(r, capped(k)) {
 		// Long SRV targets: the largest cut that fits.
 		k = sort.Search(k, func(i int) bool { return !fits(r, capped(i+1)) })
@@ -83,23 +84,43 @@ func sameTarget(a, b dns.RR) bool {
 	return ok1 && ok2 && sa.Target == sb.Target
 }
 
+// extraOwners returns, for each additional record of a, the index of the
+// first SRV record whose target it is an address of (len(a.answer) if
+// none): found once, however many cuts are tried.
+func extraOwners(a answer) []int {
+	if len(a.extra) == 0 {
+		return nil
+	}
+	first := make(map[string]int)
+	for i, rr := range a.answer {
+		if s, ok := rr.(*dns.SRV); ok {
+			if _, seen := first[s.Target]; !seen {
+				first[s.Target] = i
+			}
+		}
+	}
+	owners := make([]int, len(a.extra))
+	for i, rr := range a.extra {
+		j, ok := first[rr.Header().Name]
+		if !ok {
+			j = len(a.answer)
+		}
+		owners[i] = j
+	}
+	return owners
+}
+
 // keepAnswers is a with its first n answer records, and the additional
-// records of the SRV targets among them.
-func keepAnswers(a answer, n int) answer {
+// records of the SRV targets among them (owners: extraOwners).
+func keepAnswers(a answer, owners []int, n int) answer {
 	out := a
 	out.answer = a.answer[:n:n]
 	if len(a.extra) == 0 {
 		return out
 	}
-	targets := make(map[string]struct{})
-	for _, rr := range out.answer {
-		if s, ok := rr.(*dns.SRV); ok {
-			targets[s.Target] = struct{}{}
-		}
-	}
 	out.extra = make([]dns.RR, 0, min(len(a.extra), 2*n))
-	for _, rr := range a.extra {
-		if _, ok := targets[rr.Header().Name]; ok {
+	for i, rr := range a.extra {
+		if owners[i] < n {
 			out.extra = append(out.extra, rr)
 		}
 	}

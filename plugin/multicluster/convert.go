@@ -443,57 +443,48 @@ func sliceSpecOf(es *discovery.EndpointSlice, longestZone int, problems *problem
 			s.selfDups = true
 		}
 	}
-	s.selfDups = s.selfDups || repeatsAddress(s.endpoints)
+	s.byAddr, s.distinct4 = addressIndex(s.endpoints)
+	// An address under two names: two hostnames, or two texts (10.0.0.1
+	// and ::ffff:10.0.0.1 are one IPv4 address).
+	s.selfDups = s.selfDups || len(s.byAddr) < len(s.endpoints)
 	return s, nil
 }
 
-// repeatsAddress reports whether two endpoints have one address. They are
-// ordered by name first, and one address may have two names: two
-// hostnames, or two texts (10.0.0.1 and ::ffff:10.0.0.1 are one IPv4
-// address).
-func repeatsAddress(eps []endpoint) bool {
-	if len(eps) < 2 {
-		return false
-	}
-	v4 := !slices.ContainsFunc(eps, func(e endpoint) bool { return len(e.ip) != net.IPv4len })
-	if v4 {
-		var buf [256]uint32 // on the stack: most slices have fewer endpoints
-		addrs := buf[:0]
-		if len(eps) > len(buf) {
-			addrs = make([]uint32, 0, len(eps))
+// addressIndex returns the byAddr index of eps, ordered by host, then
+// address, and how many of its addresses are IPv4 (four octets each, as
+// conversion stores them).
+func addressIndex(eps []endpoint) ([]int32, int) {
+	idx := make([]int32, 0, len(eps))
+	if !slices.ContainsFunc(eps, func(e endpoint) bool { return len(e.ip) != net.IPv4len }) {
+		// IPv4 alone, the common case: address and position in one word,
+		// sorted without a comparison function.
+		keys := make([]uint64, len(eps))
+		for i, e := range eps {
+			keys[i] = uint64(binary.BigEndian.Uint32(e.ip))<<32 | uint64(i) // #nosec G115 -- i < 2^31
 		}
-		for _, e := range eps {
-			addrs = append(addrs, binary.BigEndian.Uint32(e.ip))
+		slices.Sort(keys)
+		for i, k := range keys {
+			if i == 0 || k>>32 != keys[i-1]>>32 {
+				idx = append(idx, int32(uint32(k))) // #nosec G115 -- a position
+			}
 		}
-		slices.Sort(addrs)
-		return hasAdjacent(addrs)
-	}
-	// IPv6, or both families in a slice without an addressType: an IPv4
-	// address as net.IP.To16 has it, which no IPv6 endpoint has (an
-	// IPv4-mapped address is taken as IPv4).
-	addrs := make([][16]byte, 0, len(eps))
-	for _, e := range eps {
-		var a [16]byte
-		if len(e.ip) == net.IPv4len {
-			a[10], a[11] = 0xff, 0xff
-			copy(a[12:], e.ip)
-		} else {
-			copy(a[:], e.ip)
+	} else {
+		for i := range eps {
+			idx = append(idx, int32(i)) // #nosec G115 -- at most 100,000 endpoints
 		}
-		addrs = append(addrs, a)
+		slices.SortFunc(idx, func(a, b int32) int { return cmp.Or(compareAddr(eps[a].ip, eps[b].ip), cmp.Compare(a, b)) })
+		idx = slices.CompactFunc(idx, func(a, b int32) bool { return bytes.Equal(eps[a].ip, eps[b].ip) })
 	}
-	slices.SortFunc(addrs, func(a, b [16]byte) int { return bytes.Compare(a[:], b[:]) })
-	return hasAdjacent(addrs)
+	if len(idx) < cap(idx)*7/8 {
+		idx = slices.Clone(idx) // repeated addresses left room
+	}
+	d4, _ := slices.BinarySearchFunc(idx, net.IPv6len, func(i int32, n int) int { return cmp.Compare(len(eps[i].ip), n) })
+	return idx, d4
 }
 
-// hasAdjacent reports whether two neighbours of sorted are equal.
-func hasAdjacent[T comparable](sorted []T) bool {
-	for i := 1; i < len(sorted); i++ {
-		if sorted[i] == sorted[i-1] {
-			return true
-		}
-	}
-	return false
+// compareAddr orders addresses IPv4 first, then by their octets.
+func compareAddr(a, b net.IP) int {
+	return cmp.Or(cmp.Compare(len(a), len(b)), bytes.Compare(a, b))
 }
 
 // appendDashed appends dashedIP(ip) to b.

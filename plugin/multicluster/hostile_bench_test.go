@@ -176,3 +176,132 @@ func BenchmarkHostileTransfer(b *testing.B) {
 		}
 	}
 }
+
+// manyAddressSlice is a slice of an import's whose endpoints each list
+// perEndpoint addresses (the API server allows 100), all distinct: the
+// addresses shape, which a ClusterSetIP import without spec.ips answers
+// from.
+func manyAddressSlice(ns, svc, cluster, name string, endpoints, perEndpoint, octet int) *discovery.EndpointSlice {
+	es := hostileSlice(ns, svc, cluster, name, endpoints, hostilePorts(1, 8, 0), octet)
+	for i := range es.Endpoints {
+		addrs := make([]string, perEndpoint)
+		for j := range addrs {
+			k := i*perEndpoint + j
+			addrs[j] = fmt.Sprintf("10.%d.%d.%d", octet, k/250, 1+k%250)
+		}
+		es.Endpoints[i].Addresses = addrs
+	}
+	return es
+}
+
+// repeatedSlice is a slice whose endpoints, named host-0 and on, each list
+// the same addresses: the repeats shape.
+func repeatedSlice(ns, svc, cluster, name string, endpoints, addresses int, v6 bool) *discovery.EndpointSlice {
+	es := hostileSlice(ns, svc, cluster, name, endpoints, hostilePorts(1, 8, 0), 9)
+	addrs := make([]string, addresses)
+	for j := range addrs {
+		addrs[j] = fmt.Sprintf("10.9.0.%d", 1+j)
+		if v6 {
+			addrs[j] = fmt.Sprintf("fd00::9:%x", 1+j)
+		}
+	}
+	if v6 {
+		es.AddressType = discovery.AddressTypeIPv6
+	}
+	for i := range es.Endpoints {
+		es.Endpoints[i].Addresses = addrs
+	}
+	return es
+}
+
+// addressesPlugin serves the addresses shape: a ClusterSetIP import without
+// spec.ips whose 5 slices list 1,000 endpoints of 60 addresses each, and
+// the imports others.
+func addressesPlugin(tb testing.TB, others ...importDef) *Multicluster {
+	var big []*discovery.EndpointSlice
+	for i := range 5 {
+		big = append(big, manyAddressSlice("aaa", "addr", "c"+strconv.Itoa(i), "addr-"+strconv.Itoa(i), 1000, 60, 100+i))
+	}
+	return hostilePlugin(tb, append([]importDef{{ns: "aaa", name: "addr", typ: "ClusterSetIP"}}, others...), big...)
+}
+
+// repeatsPlugin serves the repeats shape: a headless import whose 10
+// clusters each export an IPv4 and an IPv6 slice of 1,000 host names, every
+// one at the same 60 addresses.
+func repeatsPlugin(tb testing.TB) *Multicluster {
+	var rep []*discovery.EndpointSlice
+	for i := range 10 {
+		c := "c" + strconv.Itoa(i)
+		rep = append(rep, repeatedSlice("aaa", "rep", c, "rep4-"+c, 1000, 60, false), repeatedSlice("aaa", "rep", c, "rep6-"+c, 1000, 60, true))
+	}
+	return hostilePlugin(tb, []importDef{{ns: "aaa", name: "rep", typ: "Headless"}}, rep...)
+}
+
+// repeatsQueries are the queries of the repeats shape, and of the
+// addresses shape's import.
+var repeatsQueries = []struct {
+	name  string
+	qname string
+	qtype uint16
+}{
+	{"A", "rep.aaa.svc.clusterset.local.", dns.TypeA},
+	{"AAAA", "rep.aaa.svc.clusterset.local.", dns.TypeAAAA},
+	{"SRV", "rep.aaa.svc.clusterset.local.", dns.TypeSRV},
+	{"PTR", "1.0.9.10.in-addr.arpa.", dns.TypePTR},
+	{"PTR6", "1.0.0.0.9.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.0.d.f.ip6.arpa.", dns.TypePTR},
+}
+
+// addressesEvent returns an event of the addresses shape: a one-endpoint
+// slice of the import created, or deleted, in turn.
+func addressesEvent(tb testing.TB, m *Multicluster) func() {
+	small := hostileSlice("aaa", "addr", "c9", "addr-small", 1, hostilePorts(1, 8, 0), 20)
+	i := 0
+	return func() {
+		i++
+		if i%2 == 0 {
+			m.sources.deleteSlice("aaa", "addr-small")
+			return
+		}
+		small.ResourceVersion = strconv.Itoa(i)
+		spec, _, err := newSliceSpec(small, m.longestZone())
+		if err != nil {
+			tb.Fatal(err)
+		}
+		m.sources.setSlice(spec)
+	}
+}
+
+// BenchmarkHostileShapes measures the addresses shape's event and the
+// repeats shape's queries (over TCP, whose answers are the largest).
+func BenchmarkHostileShapes(b *testing.B) {
+	b.Run("addresses/event", func(b *testing.B) {
+		m := addressesPlugin(b)
+		event := addressesEvent(b, m)
+		b.ReportAllocs()
+		for b.Loop() {
+			event()
+		}
+	})
+	b.Run("addresses/A", func(b *testing.B) {
+		m := addressesPlugin(b)
+		r := new(dns.Msg)
+		r.SetQuestion("addr.aaa.svc.clusterset.local.", dns.TypeA)
+		w := &nullWriter{test.ResponseWriter{TCP: true}}
+		b.ReportAllocs()
+		for b.Loop() {
+			m.ServeDNS(context.Background(), w, r)
+		}
+	})
+	m := repeatsPlugin(b)
+	for _, q := range repeatsQueries {
+		b.Run("repeats/"+q.name, func(b *testing.B) {
+			r := new(dns.Msg)
+			r.SetQuestion(q.qname, q.qtype)
+			w := &nullWriter{test.ResponseWriter{TCP: true}}
+			b.ReportAllocs()
+			for b.Loop() {
+				m.ServeDNS(context.Background(), w, r)
+			}
+		})
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"net"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -169,6 +171,120 @@ func TestSmallEventBesideHostileSlices(t *testing.T) {
 		if comparePorts(v.ports[j-1], v.ports[j]) >= 0 {
 			t.Fatalf("ports %v and %v out of order", v.ports[j-1], v.ports[j])
 		}
+	}
+}
+
+// TestHostileAddressesEvent: a ClusterSetIP import without spec.ips, whose
+// 5 slices list 1,000 endpoints of 60 addresses each, answers from its
+// slices' lowest maxImportAddresses addresses and counts the rest; a
+// one-endpoint slice of it that comes and goes costs at most 50 ms of CPU
+// an event, not a walk over the 300,000 addresses under the lock every
+// informer shares, and another namespace's change made meanwhile waits for
+// no such walk.
+func TestHostileAddressesEvent(t *testing.T) {
+	m := addressesPlugin(t, importDef{ns: "bbb", name: "web", typ: "Headless"})
+	event := addressesEvent(t, m)
+	checkTime(t, "an event of a one-endpoint slice beside 300,000 addresses", maxEventTime/5, event)
+	if _, ok := m.sources.sliceOf[sliceID{namespace: "aaa", name: "addr-small"}]; !ok {
+		event() // the one-endpoint slice is there
+	}
+
+	v := m.index.lookup("aaa", "addr")
+	if len(v.ipv4) != maxImportAddresses || !v.ipv4[0].Equal(net.IPv4(10, 20, 0, 1)) || !v.ipv4[1].Equal(net.IPv4(10, 100, 0, 1)) {
+		t.Errorf("%d addresses from %v, want %d from 10.20.0.1, 10.100.0.1", len(v.ipv4), v.ipv4[:min(2, len(v.ipv4))], maxImportAddresses)
+	}
+	if want := int32(300001 - maxImportAddresses); v.dropped != want {
+		t.Errorf("%d addresses dropped, want %d", v.dropped, want)
+	}
+	if n := m.index.reverseLen(); n != maxImportAddresses {
+		t.Errorf("%d addresses in the reverse map, want %d", n, maxImportAddresses)
+	}
+	reply := ask(t, m, "tcp", "addr.aaa.svc.clusterset.local.", dns.TypeA)
+	if len(reply.Answer) != maxImportAddresses {
+		t.Errorf("%d records, want %d", len(reply.Answer), maxImportAddresses)
+	}
+	if raceEnabled {
+		return
+	}
+	// Another namespace's slice changes while the import's flaps: each
+	// change waits for at most the flapping slice's own event.
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				event()
+			}
+		}
+	}()
+	var waits []time.Duration
+	other := hostileSlice("bbb", "web", "c1", "web-c1", 1, hostilePorts(1, 8, 0), 30)
+	for i := range 20 {
+		other.Endpoints[0].Addresses[0] = fmt.Sprintf("10.30.1.%d", 1+i)
+		spec, _, err := newSliceSpec(other, m.longestZone())
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		m.sources.setSlice(spec)
+		waits = append(waits, time.Since(start))
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(stop)
+	<-done
+	slices.Sort(waits)
+	if median := waits[len(waits)/2]; median > maxEventTime/5 {
+		t.Errorf("another namespace's change took %s to apply (median of %d), want at most %s", median, len(waits), maxEventTime/5)
+	}
+	if a := ask(t, m, "tcp", "web.bbb.svc.clusterset.local.", dns.TypeA); len(a.Answer) != 1 || a.Answer[0].(*dns.A).A.String() != "10.30.1.20" {
+		t.Errorf("the other namespace's answer: %v", a.Answer)
+	}
+}
+
+// TestHostileRepeatsQueries: a headless import whose 10 clusters each
+// export an IPv4 and an IPv6 slice of 1,000 host names, every one at the
+// same 60 addresses, answers each query within 5 ms of CPU and maxQueryAlloc:
+// the addresses are prepared once per change, each once, and SRV and PTR
+// answers stop at what they carry instead of walking 1.2 million repeats.
+func TestHostileRepeatsQueries(t *testing.T) {
+	m := repeatsPlugin(t)
+	for _, q := range repeatsQueries {
+		for _, proto := range []string{"udp", "tcp"} {
+			t.Run(q.name+"/"+proto, func(t *testing.T) {
+				reply := ask(t, m, proto, q.qname, q.qtype)
+				if reply.Rcode != dns.RcodeSuccess || len(reply.Answer) == 0 {
+					t.Fatalf("%s, %d records", dns.RcodeToString[reply.Rcode], len(reply.Answer))
+				}
+				if got := allocated(3, func() { ask(t, m, proto, q.qname, q.qtype) }); got > maxQueryAlloc {
+					t.Errorf("one query allocated %d KiB, want at most %d KiB", got>>10, maxQueryAlloc>>10)
+				}
+				checkTime(t, "one query", maxQueryTime/10, func() { ask(t, m, proto, q.qname, q.qtype) })
+			})
+		}
+	}
+	// What they answer: each address once, and the first name by the
+	// order PTR answers follow.
+	for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA} {
+		if reply := ask(t, m, "tcp", "rep.aaa.svc.clusterset.local.", qtype); len(reply.Answer) != 60 {
+			t.Errorf("%s: %d records, want 60", dns.TypeToString[qtype], len(reply.Answer))
+		}
+	}
+	for _, qname := range []string{repeatsQueries[3].qname, repeatsQueries[4].qname} {
+		reply := ask(t, m, "tcp", qname, dns.TypePTR)
+		if len(reply.Answer) != 1 || reply.Answer[0].(*dns.PTR).Ptr != "host-0.c0.rep.aaa.svc.clusterset.local." {
+			t.Errorf("PTR %s: %v", qname, reply.Answer)
+		}
+	}
+	reply := ask(t, m, "tcp", "rep.aaa.svc.clusterset.local.", dns.TypeSRV)
+	targets := map[string]int{}
+	for _, rr := range reply.Extra {
+		targets[rr.Header().Name]++
+	}
+	if len(reply.Answer) == 0 || targets[reply.Answer[0].(*dns.SRV).Target] != 120 {
+		t.Errorf("the first SRV target has %d addresses, want the 120 of both its slices", targets[reply.Answer[0].(*dns.SRV).Target])
 	}
 }
 

@@ -35,6 +35,9 @@ type index struct {
 	// conflicts counts the addresses that imports of several namespaces
 	// claim (the trust model: passed on, not answered).
 	conflicts atomic.Int64
+	// dropped counts the addresses every view left out past
+	// maxImportAddresses.
+	dropped atomic.Int64
 
 	serial serialClock // the zones' SOA serial
 	// localModified is the last change of local Services seen, by which the
@@ -115,6 +118,12 @@ func (x *index) put(key serviceKey, old, v *view) {
 		x.rmu.Unlock()
 		conflictLogger.log(key, changed)
 	}
+	if was, is := droppedOf(old), droppedOf(v); was != is {
+		x.dropped.Add(int64(is - was))
+		if was == 0 {
+			objectLog.printf("ServiceImport %s: its slices hold %d more addresses than the %d of each family it answers with; the lowest answer, the rest are left out", key, is, maxImportAddresses)
+		}
+	}
 	x.mu.Lock()
 	if v != nil {
 		x.views[key] = v
@@ -137,6 +146,13 @@ func (x *index) put(key serviceKey, old, v *view) {
 	}
 	x.mu.Unlock()
 	x.serial.tick()
+}
+
+func droppedOf(v *view) int32 {
+	if v == nil {
+		return 0
+	}
+	return v.dropped
 }
 
 // ownedOf returns the local Services whose ClusterIPs are the import v's:

@@ -83,6 +83,13 @@ var (
 		Help:      "Object versions of which a part, or all, was skipped as malformed, by kind.",
 	}, []string{"kind"})
 
+	_ = promauto.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
+		Name:      "addresses_dropped",
+		Help:      "Distinct addresses of ServiceImports' EndpointSlices left out of their answers: past the 1,000 of each family an import answers with from its slices (a ClusterSetIP import without spec.ips, a headless import whose slices repeat addresses). The most of the running plugins.",
+	}, func() float64 { return float64(maxDropped(running.plugins())) })
+
 	degradedGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
@@ -90,6 +97,14 @@ var (
 		Help:      "1 while the clusterset zones cannot be served because an API (CRD) or a permission (RBAC) is missing, by reason.",
 	}, []string{"reason"})
 )
+
+func maxDropped(ms []*Multicluster) int64 {
+	var n int64
+	for _, m := range ms {
+		n = max(n, m.index.dropped.Load())
+	}
+	return n
+}
 
 // Series of a known label set exist from the start, at 0: a counter that
 // appears only at its first increment shows no increase() in Prometheus,

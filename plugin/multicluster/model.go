@@ -75,6 +75,9 @@ type view struct {
 	// under a kind of its own, and never becomes a view. (It lives here,
 	// beside the other flags, where it takes no room of its own.)
 	perClusterCopy bool
+	// dropped counts the distinct addresses of the import's slices past
+	// the maxImportAddresses of each family the view answers with.
+	dropped int32
 	// ClusterSetIP addresses from source, by family.
 	ipv4 []net.IP
 	ipv6 []net.IP
@@ -109,6 +112,11 @@ type endpointSet struct {
 	// (or under two names), so answers built from several slices drop
 	// repeated records before they are sent.
 	dups bool
+	// repeats: some address occurs twice. addrs4 and addrs6 are then the
+	// distinct addresses of served, lowest first, which A and AAAA answers
+	// are made of.
+	repeats        bool
+	addrs4, addrs6 []net.IP
 	// ents are the names of multi-label cluster ids ("east.west.prod",
 	// "west.prod" and "prod" of host.east.west.prod), which exist because
 	// names exist below them (RFC 8020): NODATA, not NXDOMAIN. Nil when no

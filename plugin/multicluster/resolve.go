@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"sort"
 
 	"github.com/miekg/dns"
 )
@@ -191,11 +192,16 @@ func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zo
 		case dns.TypeA, dns.TypeAAAA:
 			v6 := qtype == dns.TypeAAAA
 			n := eps.s4
-			if v6 {
+			switch {
+			case eps.repeats && v6:
+				n = len(eps.addrs6)
+			case eps.repeats:
+				n = len(eps.addrs4)
+			case v6:
 				n = eps.s6
 			}
-			rrs := endpointAddresses(owner, eps.served, n, v6, r.ttl, eps.dups, req.recordLimit())
-			return answer{answer: rrs, localOnly: v.localOnly, capped: n > maxAnswerRecords, why: whyAddresses}
+			rrs := eps.addressRecords(owner, v6, r.ttl, req.recordLimit())
+			return answer{answer: rrs, localOnly: v.localOnly, capped: n > maxAnswerRecords || v.dropped > 0, why: whyAddresses}
 		case dns.TypeSRV:
 			return r.headlessSRV(v, v.ports, owner, zone, req.recordLimit())
 		}
@@ -208,7 +214,7 @@ func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zo
 		var rrs []dns.RR
 		var seen addressSet
 		capped := false
-		found := eps.eachHost(req.host, req.cluster, func(e endpoint) {
+		found := eps.eachHost(req.host, req.cluster, func(e endpoint) bool {
 			if (qtype == dns.TypeA && !e.v6) || (qtype == dns.TypeAAAA && e.v6) {
 				switch {
 				case !seen.add(e.ip):
@@ -218,6 +224,7 @@ func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zo
 					rrs = append(rrs, newAddressBlock(1, e.v6).next(owner, e.ip, r.ttl))
 				}
 			}
+			return true
 		})
 		if found {
 			return answer{answer: rrs, capped: capped, why: whyHost}
@@ -233,9 +240,10 @@ func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zo
 }
 
 // eachHost calls f for each endpoint named host in the slices of cluster,
-// and reports whether there was one. The slices of one cluster are one run,
-// and the endpoints of one name one run in each: no walk over the others.
-func (eps *endpointSet) eachHost(host, cluster string, f func(endpoint)) bool {
+// until f returns false, and reports whether there was one. The slices of
+// one cluster are one run, and the endpoints of one name one run in each:
+// no walk over the others.
+func (eps *endpointSet) eachHost(host, cluster string, f func(endpoint) bool) bool {
 	found := false
 	lo, _ := slices.BinarySearchFunc(eps.slices, cluster, func(s *sliceSpec, c string) int { return cmp.Compare(s.cluster, c) })
 	for _, s := range eps.slices[lo:] {
@@ -248,7 +256,9 @@ func (eps *endpointSet) eachHost(host, cluster string, f func(endpoint)) bool {
 				break
 			}
 			found = true
-			f(e)
+			if !f(e) {
+				return true
+			}
 		}
 	}
 	return found
@@ -257,7 +267,7 @@ func (eps *endpointSet) eachHost(host, cluster string, f func(endpoint)) bool {
 // hasHost reports whether an endpoint named host is in the slices of
 // cluster.
 func (eps *endpointSet) hasHost(host, cluster string) bool {
-	return eps.eachHost(host, cluster, func(endpoint) {})
+	return eps.eachHost(host, cluster, func(endpoint) bool { return false })
 }
 
 // addressSet holds the addresses an answer has a record of, when its
@@ -278,20 +288,38 @@ func (s *addressSet) add(ip net.IP) bool {
 	return true
 }
 
+// addressRecords returns the A or AAAA records, named owner, of the served
+// endpoints' addresses: at most limit, each address once. Where slices
+// repeat addresses, the view prepared them, each once; otherwise they are
+// taken in the order of the slices, and the walk stops at limit.
+func (eps *endpointSet) addressRecords(owner string, v6 bool, ttl uint32, limit int) []dns.RR {
+	switch {
+	case eps.repeats && v6:
+		return addresses(owner, eps.addrs6, true, ttl, limit)
+	case eps.repeats:
+		return addresses(owner, eps.addrs4, false, ttl, limit)
+	case v6:
+		return endpointAddresses(owner, eps.served, eps.s6, true, ttl, limit)
+	}
+	return endpointAddresses(owner, eps.served, eps.s4, false, ttl, limit)
+}
+
 // endpointAddresses returns the A or AAAA records, named owner, of the n
-// addresses of one family in slices: at most limit, each address once when
-// dups says some may repeat, in the order of the slices.
-func endpointAddresses(owner string, in []*sliceSpec, n int, v6 bool, ttl uint32, dups bool, limit int) []dns.RR {
+// addresses of one family in slices, which repeat none: at most limit, in
+// the order of the slices.
+func endpointAddresses(owner string, in []*sliceSpec, n int, v6 bool, ttl uint32, limit int) []dns.RR {
 	n = min(n, limit)
 	if n == 0 {
 		return nil
 	}
 	b := newAddressBlock(n, v6)
 	rrs := make([]dns.RR, 0, n)
-	var seen addressSet
 	for _, s := range in {
+		if (v6 && s.n6 == 0) || (!v6 && s.n4 == 0) {
+			continue
+		}
 		for _, e := range s.endpoints {
-			if e.v6 != v6 || (dups && !seen.add(e.ip)) {
+			if e.v6 != v6 {
 				continue
 			}
 			if len(rrs) == n {
@@ -340,42 +368,73 @@ func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string,
 		// Whether the whole answer would be over what any reply carries.
 		capped: n > maxAnswerRecords || extra > maxAnswerRecords}
 	b.block = make([]dns.SRV, 0, cap(b.answer))
+	if b.dups {
+		b.kept = make(map[hostKey]struct{}, min(names, cap(b.answer)/len(ports)+1))
+	}
 	if anonymous {
 		target := serviceName(v.key, zone)
 		if b.target(target) {
 			for _, v6 := range []bool{false, true} {
-				n := eps.s4
-				if v6 {
-					n = eps.s6
-				}
-				b.addExtra(endpointAddresses(target, eps.served, n, v6, r.ttl, eps.dups, limit)...)
+				b.addExtra(eps.addressRecords(target, v6, r.ttl, limit)...)
 			}
 		}
 	}
 	v4, v6 := newAddressBlock(min(named, limit), false), newAddressBlock(min(named, limit), true)
-	for _, s := range eps.served {
-		if b.full && !b.dups {
-			break // no later slice has a name answered already
+	add := func(target string, e endpoint) {
+		ab := v4
+		if e.v6 {
+			ab = v6
 		}
-		target, kept := "", false
-		for i, e := range s.endpoints[s.anonymous:] {
-			if i == 0 || e.host != s.endpoints[s.anonymous+i-1].host {
-				k := hostKey{host: e.host, cluster: s.cluster}
-				if target, kept = b.kept[k]; !kept && !b.full {
-					target = hostName(e.host, s.cluster, v.key, zone)
-					if kept = b.target(target); kept && b.dups {
-						b.keep(k, target)
+		b.extra = append(b.extra, ab.next(target, e.ip, r.ttl))
+	}
+	var seen addressSet
+served:
+	for _, s := range eps.served {
+		named := s.endpoints[s.anonymous:]
+		for i := 0; i < len(named); {
+			host := named[i].host
+			if !b.dups {
+				if b.full {
+					break served
+				}
+				target := hostName(host, s.cluster, v.key, zone)
+				if !b.target(target) {
+					break served
+				}
+				for ; i < len(named) && named[i].host == host; i++ {
+					if len(b.extra) < cap(b.extra) {
+						add(target, named[i])
 					}
 				}
-			}
-			if !kept || len(b.extra) == cap(b.extra) || (b.dups && !b.extraSeen.add(target, e.ip)) {
 				continue
 			}
-			ab := v4
-			if e.v6 {
-				ab = v6
+			// Names may repeat in other slices, and addresses under
+			// several names: each name is answered once, at its first
+			// slice, with its addresses from every slice of its cluster,
+			// each once; its runs elsewhere are skipped, not walked.
+			i = runEnd(named, i)
+			k := hostKey{host: host, cluster: s.cluster}
+			if _, kept := b.kept[k]; kept {
+				continue
 			}
-			b.extra = append(b.extra, ab.next(target, e.ip, r.ttl))
+			if b.full {
+				break served
+			}
+			target := hostName(host, s.cluster, v.key, zone)
+			if !b.target(target) {
+				break served
+			}
+			b.keep(k)
+			clear(seen)
+			eps.eachHost(host, s.cluster, func(e endpoint) bool {
+				if len(b.extra) == cap(b.extra) {
+					return false
+				}
+				if seen.add(e.ip) {
+					add(target, e)
+				}
+				return true
+			})
 		}
 	}
 	if b.dups {
@@ -386,6 +445,19 @@ func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string,
 		}
 	}
 	return answer{answer: b.answer, extra: b.extra, localOnly: v.localOnly, capped: b.capped, why: whySRV}
+}
+
+// runEnd returns the end of the run of endpoints named eps[i].host, eps
+// ordered by host: found in steps that double, then halve, so that a short
+// run costs a few nearby reads, not a search of the whole slice.
+func runEnd(eps []endpoint, i int) int {
+	host := eps[i].host
+	hi, step := i+1, 1
+	for hi < len(eps) && eps[hi].host == host {
+		i, hi, step = hi, hi+step, step*2
+	}
+	hi = min(hi, len(eps))
+	return i + 1 + sort.Search(hi-i-1, func(j int) bool { return eps[i+1+j].host != host })
 }
 
 // srvBuilder makes the records of a headless SRV answer, within its bounds.
@@ -401,23 +473,15 @@ type srvBuilder struct {
 	// full: a target was left out, so every one after it is; capped: the
 	// whole answer would be more than any reply carries.
 	full, capped bool
-	srvSeen      map[srvKey]struct{}
-	extraSeen    nameAddressSet
-	// kept are the names answered, when a name may be in several slices:
-	// the addresses of each, in whichever slice, go with it.
-	kept map[hostKey]string
+	// kept are the names answered, when a name may be in several slices.
+	kept map[hostKey]struct{}
 }
 
-func (b *srvBuilder) keep(k hostKey, target string) {
+func (b *srvBuilder) keep(k hostKey) {
 	if b.kept == nil {
-		b.kept = make(map[hostKey]string)
+		b.kept = make(map[hostKey]struct{})
 	}
-	b.kept[k] = target
-}
-
-type srvKey struct {
-	target string
-	port   uint16
+	b.kept[k] = struct{}{}
 }
 
 // target adds the SRV records of target, one per port, and reports whether
@@ -437,16 +501,6 @@ func (b *srvBuilder) target(target string) bool {
 			b.full = true
 			break
 		}
-		if b.dups {
-			if b.srvSeen == nil {
-				b.srvSeen = make(map[srvKey]struct{})
-			}
-			k := srvKey{target: target, port: p.port}
-			if _, ok := b.srvSeen[k]; ok {
-				continue
-			}
-			b.srvSeen[k] = struct{}{}
-		}
 		b.block = append(b.block, srv(b.owner, target, p.port, b.n, b.ttl))
 		b.answer = append(b.answer, &b.block[len(b.block)-1])
 	}
@@ -457,27 +511,6 @@ func (b *srvBuilder) target(target string) bool {
 func (b *srvBuilder) addExtra(rrs ...dns.RR) {
 	room := cap(b.extra) - len(b.extra)
 	b.extra = append(b.extra, rrs[:min(len(rrs), room)]...)
-}
-
-// nameAddressSet holds the address records an additional section has, by
-// owner name and address.
-type nameAddressSet map[nameAddress]struct{}
-
-type nameAddress struct {
-	name string
-	ip   [16]byte
-}
-
-func (s *nameAddressSet) add(name string, ip net.IP) bool {
-	if *s == nil {
-		*s = make(nameAddressSet)
-	}
-	k := nameAddress{name: name, ip: [16]byte(ip.To16())}
-	if _, ok := (*s)[k]; ok {
-		return false
-	}
-	(*s)[k] = struct{}{}
-	return true
 }
 
 // distinctPorts returns ports with each port number once, the first of

@@ -70,26 +70,37 @@ func (c ptrClaim) namespace() string {
 	return c.view.key.namespace
 }
 
-// appendTargets appends the names addr points back to by claim c.
+// appendTargets appends the name addr points back to by claim c: of a
+// slice's endpoints at addr, the first by host name, the one comparePTR
+// puts first, found in the slice's index of addresses.
 func (c ptrClaim) appendTargets(dst []ptrTarget, addr netip.Addr) []ptrTarget {
 	if c.slice == nil {
 		return append(dst, ptrTarget{key: c.view.key})
 	}
-	var a [16]byte
-	b := a[:]
-	if addr.Is4() {
-		a4 := addr.As4()
-		b = a4[:]
-	} else {
-		a = addr.As16()
-	}
 	s := c.slice.spec.Load()
-	for _, e := range s.endpoints {
-		if bytes.Equal(e.ip, b) {
-			dst = append(dst, e.target(s))
-		}
+	var e endpoint
+	var ok bool
+	if addr.Is4() {
+		a := addr.As4()
+		e, ok = s.at(a[:])
+	} else {
+		a := addr.As16()
+		e, ok = s.at(a[:])
+	}
+	if ok {
+		dst = append(dst, e.target(s))
 	}
 	return dst
+}
+
+// at returns the endpoint of s at ip of the lowest host name, if any.
+func (s *sliceSpec) at(ip []byte) (endpoint, bool) {
+	idx := s.addressesOf(len(ip) == net.IPv6len)
+	i, found := slices.BinarySearchFunc(idx, ip, func(k int32, ip []byte) int { return bytes.Compare(s.endpoints[k].ip, ip) })
+	if !found {
+		return endpoint{}, false
+	}
+	return s.endpoints[idx[i]], true
 }
 
 // manyClaims marks, in a reverse map's one, an address several objects
@@ -177,8 +188,8 @@ type claimChange struct {
 	oldSlice, newSlice *sliceSpec
 }
 
-// reverseLookup appends to dst the names an address points back to, once
-// each claim gives them: two slices may report one endpoint.
+// reverseLookup appends to dst the name each claim of an address points it
+// back to.
 func (x *index) reverseLookup(addr netip.Addr, dst []ptrTarget) []ptrTarget {
 	var buf [1]ptrClaim
 	x.rmu.RLock()
@@ -319,7 +330,7 @@ func (c claimChange) eachUpdate(f func(addr netip.Addr, old, new ptrClaim)) {
 			switch {
 			case d < 0:
 				// Gone, unless the slice still gives it under another name.
-				if !slices.ContainsFunc(b, func(e endpoint) bool { return e.ip.Equal(a[i].ip) }) {
+				if _, kept := c.newSlice.at(a[i].ip); !kept {
 					call(a[i].ip, ref, ptrClaim{})
 				}
 				i++

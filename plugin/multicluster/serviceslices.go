@@ -28,11 +28,13 @@ type serviceSlices struct {
 	// named by its address may repeat: while there are any, answers are
 	// de-duplicated.
 	//
-	// The counts are kept (counted) only while the service has two slices
-	// or more. Most services have one (one source cluster, up to 100
-	// endpoints: the EndpointSlice controller's default), which says
-	// itself whether its answers need de-duplicating (selfDups): its counts
-	// would cost every endpoint map entries for nothing.
+	// The counts are kept (counted) from the service's second slice on,
+	// until it has none: most services have one (one source cluster, up
+	// to 100 endpoints: the EndpointSlice controller's default), which
+	// says itself whether its answers need de-duplicating (selfDups), and
+	// its counts would cost every endpoint map entries for nothing. Once
+	// kept they stay, so that a slice that comes and goes beside a large
+	// one costs its own size, not a count of the large one's each time.
 	counted bool
 	// ports are the union of the slices' ports, ordered as views list
 	// them; views share it. portCounts counts how many slices list each
@@ -54,7 +56,7 @@ type hostKey struct{ host, cluster string }
 
 // replace puts slice b in place of a (either may be nil; both have the same
 // name), with work proportional to the two slices and a copy of the list;
-// and the work of counting every slice's when the service comes to have two.
+// and the work of counting every slice's when the service first has two.
 func (ss *serviceSlices) replace(a, b *sliceSpec) {
 	if a != nil {
 		delete(ss.byName, a.name)
@@ -75,13 +77,13 @@ func (ss *serviceSlices) replace(a, b *sliceSpec) {
 	ss.ordered = ordered
 	ss.updatePorts(a, b)
 	switch {
-	case len(ordered) < 2:
+	case len(ordered) == 0:
 		ss.counted = false
 		ss.addrs4, ss.addrs6, ss.names = nil, nil, nil
 		ss.dupAddr, ss.dupName, ss.dashLike = 0, 0, 0
 	case ss.counted:
 		ss.recount(a, b)
-	default: // a second slice: count them all
+	case len(ordered) > 1: // a second slice: count them all
 		ss.counted = true
 		ss.addrs4, ss.addrs6, ss.names = make(map[[4]byte]int32), make(map[[16]byte]int32), make(map[hostKey]int32)
 		for _, s := range ordered {
@@ -309,6 +311,32 @@ func tally[K comparable](m map[K]int32, k K, delta int32, dups *int) {
 	case before > 1 && after <= 1:
 		*dups--
 	}
+}
+
+// distinct returns how many distinct addresses of one family the slices
+// hold.
+func (ss *serviceSlices) distinct(v6 bool) int {
+	switch {
+	case ss == nil || len(ss.ordered) == 0:
+		return 0
+	case !ss.counted:
+		return len(ss.ordered[0].addressesOf(v6))
+	case v6:
+		return len(ss.addrs6)
+	}
+	return len(ss.addrs4)
+}
+
+// repeatsAddresses reports whether some address occurs twice: under two
+// names, or in two slices.
+func (ss *serviceSlices) repeatsAddresses() bool {
+	switch {
+	case ss == nil:
+		return false
+	case !ss.counted:
+		return len(ss.ordered) == 1 && len(ss.ordered[0].byAddr) < len(ss.ordered[0].endpoints)
+	}
+	return ss.dupAddr > 0
 }
 
 // duplicates reports whether some address or name occurs twice.

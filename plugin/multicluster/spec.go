@@ -66,6 +66,12 @@ type sliceSpec struct {
 	// address's name): set whenever the counts of a service's slices
 	// (serviceSlices) would find a repeat, were this its only slice.
 	selfDups bool
+	// byAddr indexes endpoints by address: for each distinct address, IPv4
+	// ones first, then in order, the first endpoint at it (the one of the
+	// lowest host name). PTR answers and the addresses of views read it
+	// instead of walking every endpoint.
+	byAddr    []int32
+	distinct4 int // byAddr[:distinct4] are IPv4
 	// ref stands for the slice in the reverse map; the sources give it
 	// when they file the slice, the former version's if it had the same
 	// cluster.

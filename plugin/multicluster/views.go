@@ -6,6 +6,7 @@ package multicluster
 import (
 	"bytes"
 	"cmp"
+	"math"
 	"net"
 	"slices"
 	"strings"
@@ -29,7 +30,7 @@ func newView(imp *importSpec, ss *serviceSlices, policy viewPolicy) *view {
 		ordered = ss.ordered
 	}
 	if !imp.headless {
-		return newClusterSetIPView(imp, ordered, policy)
+		return newClusterSetIPView(imp, ss, policy)
 	}
 	v := &view{key: imp.key, headless: true, preferClose: imp.preferClose, scope: imp.scope}
 	eps := &endpointSet{slices: ordered, served: ordered, dups: ss.duplicates()}
@@ -65,70 +66,123 @@ func newView(imp *importSpec, ss *serviceSlices, policy viewPolicy) *view {
 	eps.s4, eps.s6 = eps.n4, eps.n6
 	if imp.preferClose && policy.localCluster != "" {
 		// Ordered by cluster, the local cluster's slices are one run.
-		lo, _ := slices.BinarySearchFunc(ordered, policy.localCluster, func(s *sliceSpec, c string) int { return cmp.Compare(s.cluster, c) })
-		s4, s6, hi := 0, 0, lo
-		for ; hi < len(ordered) && ordered[hi].cluster == policy.localCluster; hi++ {
-			s4 += ordered[hi].n4
-			s6 += ordered[hi].n6
+		if local, s4, s6 := clusterRun(ordered, policy.localCluster); s4+s6 > 0 {
+			eps.served, eps.s4, eps.s6, v.localOnly = local, s4, s6, true
 		}
-		if s4+s6 > 0 {
-			eps.served, eps.s4, eps.s6, v.localOnly = ordered[lo:hi:hi], s4, s6, true
-		}
+	}
+	if eps.repeats = ss.repeatsAddresses(); eps.repeats {
+		// The answers' addresses are prepared here, each once, rather
+		// than found among the repeats by every query.
+		eps.addrs4, eps.addrs6 = lowestAddresses(eps.served, false), lowestAddresses(eps.served, true)
+		v.dropped = droppedAddresses(ss, eps.served, len(eps.addrs4), len(eps.addrs6))
 	}
 	v.eps = eps
 	return v
 }
 
+// maxImportAddresses is the most distinct addresses of each family a view
+// answers with from its import's slices: a ClusterSetIP import's without
+// spec.ips, and a headless import's whose slices repeat addresses. It is
+// what one answer carries. The API server lets slices hold far more (1,000
+// endpoints of 100 addresses each, and any number of slices); the lowest
+// are kept, the rest dropped and counted (view.dropped), so that neither a
+// change nor a query walks them all.
+const maxImportAddresses = maxAnswerRecords
+
 // newClusterSetIPView is the view of a ClusterSetIP import. With spec.ips, or
 // without any ready slice address, it is the spec itself (specs are
-// immutable, as views are). Otherwise it carries the ready addresses of the import's slices, which
-// answer when no derived Service does: Lighthouse, without clusterset IPs,
-// writes one slice per cluster whose endpoint is that cluster's ClusterIP.
-// An import that prefers close endpoints answers with the local cluster's
-// addresses alone while it has one.
-func newClusterSetIPView(imp *importSpec, ordered []*sliceSpec, policy viewPolicy) *view {
-	if imp.source == sourceSpec || len(ordered) == 0 {
+// immutable, as views are). Otherwise it carries the ready addresses of the
+// import's slices, which answer when no derived Service does: Lighthouse,
+// without clusterset IPs, writes one slice per cluster whose endpoint is
+// that cluster's ClusterIP. An import that prefers close endpoints answers
+// with the local cluster's addresses alone while it has one.
+func newClusterSetIPView(imp *importSpec, ss *serviceSlices, policy viewPolicy) *view {
+	if imp.source == sourceSpec || ss == nil || len(ss.ordered) == 0 {
 		return &imp.view
 	}
-	collect := func(cluster string, all bool) (v4, v6 []net.IP) {
-		for _, s := range ordered {
-			if !all && s.cluster != cluster {
-				continue
-			}
-			for _, e := range s.endpoints {
-				if e.v6 {
-					v6 = append(v6, e.ip)
-				} else {
-					v4 = append(v4, e.ip)
-				}
-			}
-		}
-		return v4, v6
-	}
-	var v4, v6 []net.IP
-	localOnly := false
+	served, localOnly := ss.ordered, false
 	if imp.preferClose && policy.localCluster != "" {
-		v4, v6 = collect(policy.localCluster, false)
-		localOnly = len(v4) > 0 || len(v6) > 0
+		if local, n4, n6 := clusterRun(ss.ordered, policy.localCluster); n4+n6 > 0 {
+			served, localOnly = local, true
+		}
 	}
-	if !localOnly {
-		v4, v6 = collect("", true)
-	}
+	v4, v6 := lowestAddresses(served, false), lowestAddresses(served, true)
 	if len(v4) == 0 && len(v6) == 0 {
 		return &imp.view
 	}
 	v := imp.view
 	v.source, v.localOnly = sourceSlices, localOnly
-	v.ipv4, v.ipv6 = sortedUnique(v4), sortedUnique(v6)
+	v.ipv4, v.ipv6 = v4, v6
+	v.dropped = droppedAddresses(ss, served, len(v4), len(v6))
 	return &v
 }
 
-// sortedUnique sorts ips and drops repeats: every cluster reports its own
-// addresses, and an answer names each once, in an order that does not
-// depend on the order slices arrived in.
-func sortedUnique(ips []net.IP) []net.IP {
-	slices.SortFunc(ips, compareIP)
-	return slices.CompactFunc(ips, net.IP.Equal)
+// clusterRun returns the slices of cluster in ordered (one run, ordered by
+// cluster), and their addresses by family.
+func clusterRun(ordered []*sliceSpec, cluster string) (run []*sliceSpec, n4, n6 int) {
+	lo, _ := slices.BinarySearchFunc(ordered, cluster, func(s *sliceSpec, c string) int { return cmp.Compare(s.cluster, c) })
+	hi := lo
+	for ; hi < len(ordered) && ordered[hi].cluster == cluster; hi++ {
+		n4 += ordered[hi].n4
+		n6 += ordered[hi].n6
+	}
+	return ordered[lo:hi:hi], n4, n6
+}
+
+// lowestAddresses returns the lowest maxImportAddresses distinct addresses
+// of one family in slices, in order. Each slice's are sorted and distinct
+// already (byAddr): the work is at most maxImportAddresses a slice, however
+// many addresses the slices hold.
+func lowestAddresses(in []*sliceSpec, v6 bool) []net.IP {
+	n := 0
+	for _, s := range in {
+		n += min(len(s.addressesOf(v6)), maxImportAddresses)
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]net.IP, 0, n)
+	for _, s := range in {
+		idx := s.addressesOf(v6)
+		for _, i := range idx[:min(len(idx), maxImportAddresses)] {
+			out = append(out, s.endpoints[i].ip)
+		}
+	}
+	if len(in) == 1 {
+		return out
+	}
+	slices.SortFunc(out, compareIP)
+	out = slices.CompactFunc(out, net.IP.Equal)
+	if len(out) > maxImportAddresses || len(out) < cap(out)/2 {
+		out = slices.Clone(out[:min(len(out), maxImportAddresses)])
+	}
+	return out
+}
+
+// droppedAddresses returns how many distinct addresses of the slices served
+// a view left out, having kept n4 and n6: exact when it serves one slice or
+// all of them (whose addresses ss counts), else at most the sum of the
+// served slices' (an address in two of them counts twice).
+func droppedAddresses(ss *serviceSlices, served []*sliceSpec, n4, n6 int) int32 {
+	d4, d6 := 0, 0
+	switch {
+	case len(served) == len(ss.ordered):
+		d4, d6 = ss.distinct(false), ss.distinct(true)
+	default:
+		for _, s := range served {
+			d4 += len(s.addressesOf(false))
+			d6 += len(s.addressesOf(true))
+		}
+	}
+	return int32(min(max(d4-n4, 0)+max(d6-n6, 0), math.MaxInt32)) // #nosec G115 -- bounded above
+}
+
+// addressesOf returns the byAddr index of one family's addresses.
+func (s *sliceSpec) addressesOf(v6 bool) []int32 {
+	if v6 {
+		return s.byAddr[s.distinct4:]
+	}
+	return s.byAddr[:s.distinct4]
 }
 
 func compareIP(a, b net.IP) int { return bytes.Compare(a, b) }
