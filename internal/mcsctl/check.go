@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/dynamic"
 	kubeclient "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
 )
 
@@ -64,6 +65,8 @@ var needed = []permission{
 	{"about.k8s.io", "clusterproperties", "without it answers do not prefer the local cluster (trafficDistribution)"},
 }
 
+// check reviews the cluster for coredns-mcs, a line per finding, and
+// exits 1 if any line is FAIL.
 func check(ctx context.Context, o *options, stdout io.Writer) (int, error) {
 	cfg, err := o.restConfig()
 	if err != nil {
@@ -81,163 +84,201 @@ func check(ctx context.Context, o *options, stdout io.Writer) (int, error) {
 	} else {
 		c.add(ok, "layout", "swap: no standalone coredns-mcs (kube-system/coredns-mcs); reviewing Deployment %s and ConfigMap %s", o.deployment, o.configMap)
 	}
+	importVersions, propertyVersions := checkCRDs(c, kube)
+	user, err := checkImage(ctx, c, kube, o, l)
+	if err != nil {
+		return 0, err
+	}
+	if user != "" {
+		checkRBAC(ctx, c, kube, user, l)
+	}
+	cf, mcBlock := checkServerCorefile(ctx, c, kube, o, l)
+	if l.standalone {
+		frontReview(ctx, c, kube, l, cf)
+	}
+	if _, err := kube.AppsV1().DaemonSets("kube-system").Get(ctx, "node-local-dns", meta.GetOptions{}); err == nil {
+		checkNodeLocal(ctx, c, kube)
+	}
+	if len(propertyVersions) > 0 {
+		if err := checkClusterPropertyObject(ctx, c, cfg, propertyVersions[0]); err != nil {
+			return 0, err
+		}
+	}
+	if mcBlock != nil && len(importVersions) > 0 {
+		checkServedImports(ctx, c, o, cfg, cf, *mcBlock)
+	}
+	return printLines(c.lines, o.output, stdout)
+}
 
-	// CRDs.
-	importVersions := servedVersions(kube, "multicluster.x-k8s.io", "serviceimports", "v1beta1", "v1alpha1")
+// checkCRDs checks that the API server serves the ServiceImport and
+// ClusterProperty kinds, and returns the versions it serves of each.
+func checkCRDs(c *checker, kube kubeclient.Interface) (importVersions, propertyVersions []string) {
+	importVersions = servedVersions(kube, "multicluster.x-k8s.io", "serviceimports", "v1beta1", "v1alpha1")
 	if len(importVersions) == 0 {
 		c.add(fail, "crd", "ServiceImport (serviceimports.multicluster.x-k8s.io) is not served: clusterset names answer SERVFAIL; apply manifests/crds")
 	} else {
 		c.add(ok, "crd", "ServiceImport served at %s (the plugin watches %s)", strings.Join(importVersions, ", "), importVersions[0])
 	}
-	propertyVersions := servedVersions(kube, "about.k8s.io", "clusterproperties", "v1beta1", "v1alpha1")
+	propertyVersions = servedVersions(kube, "about.k8s.io", "clusterproperties", "v1beta1", "v1alpha1")
 	if len(propertyVersions) == 0 {
 		c.add(warn, "crd", "ClusterProperty (clusterproperties.about.k8s.io) is not served: the local cluster id is unknown unless the Corefile sets cluster_id; apply manifests/crds")
 	} else {
 		c.add(ok, "crd", "ClusterProperty served at %s", strings.Join(propertyVersions, ", "))
 	}
+	return importVersions, propertyVersions
+}
 
-	// The Deployment, its image and its service account.
-	serviceAccount := ""
+// checkImage checks that the server's Deployment runs coredns-mcs (and,
+// standalone, has a ready pod), and returns the user its service account
+// acts as ("" when the Deployment cannot be read).
+func checkImage(ctx context.Context, c *checker, kube kubeclient.Interface, o *options, l layout) (user string, err error) {
 	depNS, depName, err := splitName(o.deployment)
 	if err != nil {
-		return 0, fmt.Errorf("--deployment %w", err)
+		return "", fmt.Errorf("--deployment %w", err)
 	}
 	dep, err := kube.AppsV1().Deployments(depNS).Get(ctx, depName, meta.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		c.add(fail, "image", "no Deployment %s: install coredns-mcs (docs/deploy.md; standalone: manifests/standalone) or name it with --deployment", o.deployment)
+		return "", nil
 	case err != nil:
 		c.add(fail, "image", "Deployment %s: %v", o.deployment, err)
-	default:
-		serviceAccount = dep.Spec.Template.Spec.ServiceAccountName
-		if serviceAccount == "" {
-			serviceAccount = "default"
-		}
-		var images []string
-		for _, ct := range dep.Spec.Template.Spec.Containers {
-			images = append(images, ct.Image)
-		}
-		if i := slices.IndexFunc(images, func(s string) bool { return strings.Contains(s, "coredns-mcs") }); i >= 0 {
-			tag := "(no tag)"
-			if _, t, ok := strings.Cut(lastPathElement(images[i]), ":"); ok {
-				tag = t
-			}
-			c.add(ok, "image", "Deployment %s runs %s, version %s", o.deployment, images[i], tag)
-		} else {
-			how := "set the image: docs/deploy.md"
-			if l.standalone {
-				how = "set the image: kubectl apply --server-side -k manifests/standalone"
-			}
-			c.add(fail, "image", "Deployment %s runs %s, which is not coredns-mcs: stock CoreDNS has no multicluster plugin (%s)", o.deployment, strings.Join(images, ", "), how)
-		}
-		if l.standalone {
-			checkReady(c, o.deployment, dep)
-		}
+		return "", nil
 	}
-
-	// RBAC of that service account: a line per permission it has, one
-	// line for those it lacks.
-	if serviceAccount != "" {
-		user := "system:serviceaccount:" + depNS + ":" + serviceAccount
-		var missing, optional, why []string
-		for _, p := range needed {
-			for _, verb := range []string{"list", "watch"} {
-				allowed, err := canI(ctx, kube, user, verb, p.group, p.resource)
-				resource := p.resource
-				if p.group != "" {
-					resource += "." + p.group
-				}
-				switch {
-				case err != nil:
-					c.add(warn, "rbac", "cannot ask whether %s may %s %s: %v (needs create on subjectaccessreviews.authorization.k8s.io)", user, verb, resource, err)
-				case allowed:
-					c.add(ok, "rbac", "%s may %s %s", user, verb, resource)
-				case p.optional != "":
-					optional = append(optional, verb+" "+resource)
-					if !slices.Contains(why, p.optional) {
-						why = append(why, p.optional)
-					}
-				default:
-					missing = append(missing, verb+" "+resource)
-				}
-			}
-		}
-		if len(missing) > 0 {
-			c.add(fail, "rbac", "%s may not %s: %s", user, strings.Join(missing, ", "), l.rbacFix())
-		}
-		if len(optional) > 0 {
-			c.add(warn, "rbac", "%s may not %s: %s; %s", user, strings.Join(optional, ", "), strings.Join(why, "; "), l.rbacFix())
-		}
+	serviceAccount := dep.Spec.Template.Spec.ServiceAccountName
+	if serviceAccount == "" {
+		serviceAccount = "default"
 	}
-
-	// The Corefile.
-	cf, err := loadCorefile(ctx, o, kube)
-	var mcBlock *caddyfile.ServerBlock
-	if err != nil {
-		c.add(fail, "corefile", "%v", err)
+	var images []string
+	for _, ct := range dep.Spec.Template.Spec.Containers {
+		images = append(images, ct.Image)
+	}
+	if i := slices.IndexFunc(images, func(s string) bool { return strings.Contains(s, "coredns-mcs") }); i >= 0 {
+		tag := "(no tag)"
+		if _, t, ok := strings.Cut(lastPathElement(images[i]), ":"); ok {
+			tag = t
+		}
+		c.add(ok, "image", "Deployment %s runs %s, version %s", o.deployment, images[i], tag)
 	} else {
-		mcBlock = checkCorefile(c, cf)
+		how := "set the image: docs/deploy.md"
 		if l.standalone {
-			checkNoLoop(c, cf)
+			how = "set the image: kubectl apply --server-side -k manifests/standalone"
 		}
+		c.add(fail, "image", "Deployment %s runs %s, which is not coredns-mcs: stock CoreDNS has no multicluster plugin (%s)", o.deployment, strings.Join(images, ", "), how)
 	}
 	if l.standalone {
-		frontReview(ctx, c, kube, l, cf)
+		checkReady(c, o.deployment, dep)
 	}
+	return "system:serviceaccount:" + depNS + ":" + serviceAccount, nil
+}
 
-	// NodeLocal DNSCache.
-	if _, err := kube.AppsV1().DaemonSets("kube-system").Get(ctx, "node-local-dns", meta.GetOptions{}); err == nil {
-		checkNodeLocal(ctx, c, kube)
-	}
-
-	// ClusterProperty.
-	if len(propertyVersions) > 0 {
-		dyn, err := dynamic.NewForConfig(cfg)
-		if err != nil {
-			return 0, err
-		}
-		prop, err := dyn.Resource(schema.GroupVersionResource{Group: "about.k8s.io", Version: propertyVersions[0], Resource: "clusterproperties"}).Get(ctx, "cluster.clusterset.k8s.io", meta.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			c.add(warn, "clusterproperty", "no ClusterProperty cluster.clusterset.k8s.io: answers do not prefer the local cluster unless the Corefile sets cluster_id")
-		case err != nil:
-			c.add(warn, "clusterproperty", "ClusterProperty cluster.clusterset.k8s.io: %v", err)
-		default:
-			checkClusterProperty(c, prop)
-		}
-	}
-
-	// The imports, as the plugin sees them.
-	if mcBlock != nil && len(importVersions) > 0 {
-		if err := checkReadAccess(ctx, cfg); err != nil {
-			c.add(warn, "imports", "%v", err)
-		} else if e, err := startEngine(ctx, cf, *mcBlock, cfg, o.clientConfig()); err != nil {
-			c.add(fail, "imports", "running the plugin: %v", err)
-		} else {
-			if checkImports(c, e.mc) {
-				if r, err := readImports(ctx, cfg, e.mc.WatchedNamespaces()); err != nil {
-					c.add(warn, "imports", "listing the ServiceImports as the server reads them: %v", err)
-				} else {
-					r.lines(c)
-				}
+// checkRBAC checks what the server's service account user may list and
+// watch: a line per permission it has, one line for those it lacks.
+func checkRBAC(ctx context.Context, c *checker, kube kubeclient.Interface, user string, l layout) {
+	var missing, optional, why []string
+	for _, p := range needed {
+		for _, verb := range []string{"list", "watch"} {
+			allowed, err := canI(ctx, kube, user, verb, p.group, p.resource)
+			resource := p.resource
+			if p.group != "" {
+				resource += "." + p.group
 			}
-			e.Stop()
+			switch {
+			case err != nil:
+				c.add(warn, "rbac", "cannot ask whether %s may %s %s: %v (needs create on subjectaccessreviews.authorization.k8s.io)", user, verb, resource, err)
+			case allowed:
+				c.add(ok, "rbac", "%s may %s %s", user, verb, resource)
+			case p.optional != "":
+				optional = append(optional, verb+" "+resource)
+				if !slices.Contains(why, p.optional) {
+					why = append(why, p.optional)
+				}
+			default:
+				missing = append(missing, verb+" "+resource)
+			}
 		}
 	}
+	if len(missing) > 0 {
+		c.add(fail, "rbac", "%s may not %s: %s", user, strings.Join(missing, ", "), l.rbacFix())
+	}
+	if len(optional) > 0 {
+		c.add(warn, "rbac", "%s may not %s: %s; %s", user, strings.Join(optional, ", "), strings.Join(why, "; "), l.rbacFix())
+	}
+}
 
-	failed := slices.ContainsFunc(c.lines, func(l Line) bool { return l.Status == fail })
-	if o.output == "json" {
+// checkServerCorefile checks the server's Corefile (standalone: that it
+// passes nothing back to the front), and returns it and its block with a
+// multicluster stanza (nil if none).
+func checkServerCorefile(ctx context.Context, c *checker, kube kubeclient.Interface, o *options, l layout) (*corefile, *caddyfile.ServerBlock) {
+	cf, err := loadCorefile(ctx, o, kube)
+	if err != nil {
+		c.add(fail, "corefile", "%v", err)
+		return cf, nil
+	}
+	mcBlock := checkCorefile(c, cf)
+	if l.standalone {
+		checkNoLoop(c, cf)
+	}
+	return cf, mcBlock
+}
+
+// checkClusterPropertyObject reads the ClusterProperty
+// cluster.clusterset.k8s.io at version and checks the cluster id it gives.
+func checkClusterPropertyObject(ctx context.Context, c *checker, cfg *rest.Config, version string) error {
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	prop, err := dyn.Resource(schema.GroupVersionResource{Group: "about.k8s.io", Version: version, Resource: "clusterproperties"}).Get(ctx, "cluster.clusterset.k8s.io", meta.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		c.add(warn, "clusterproperty", "no ClusterProperty cluster.clusterset.k8s.io: answers do not prefer the local cluster unless the Corefile sets cluster_id")
+	case err != nil:
+		c.add(warn, "clusterproperty", "ClusterProperty cluster.clusterset.k8s.io: %v", err)
+	default:
+		checkClusterProperty(c, prop)
+	}
+	return nil
+}
+
+// checkServedImports runs the plugin of the block mcBlock as the server
+// does and checks the imports it serves, and those it skips or serves in
+// part.
+func checkServedImports(ctx context.Context, c *checker, o *options, cfg *rest.Config, cf *corefile, mcBlock caddyfile.ServerBlock) {
+	if err := checkReadAccess(ctx, cfg); err != nil {
+		c.add(warn, "imports", "%v", err)
+		return
+	}
+	e, err := startEngine(ctx, cf, mcBlock, cfg, o.clientConfig())
+	if err != nil {
+		c.add(fail, "imports", "running the plugin: %v", err)
+		return
+	}
+	defer e.Stop()
+	if checkImports(c, e.mc) {
+		if r, err := readImports(ctx, cfg, e.mc.WatchedNamespaces()); err != nil {
+			c.add(warn, "imports", "listing the ServiceImports as the server reads them: %v", err)
+		} else {
+			r.lines(c)
+		}
+	}
+}
+
+// printLines prints the lines (as JSON with output json), and returns 1
+// if any is FAIL.
+func printLines(lines []Line, output string, stdout io.Writer) (int, error) {
+	if output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(c.lines); err != nil {
+		if err := enc.Encode(lines); err != nil {
 			return 0, err
 		}
 	} else {
-		for _, l := range c.lines {
+		for _, l := range lines {
 			fmt.Fprintf(stdout, "%-4s  %-15s %s\n", l.Status, l.Check, l.Message)
 		}
 	}
-	if failed {
+	if slices.ContainsFunc(lines, func(l Line) bool { return l.Status == fail }) {
 		return 1, nil
 	}
 	return 0, nil
