@@ -171,11 +171,12 @@ type ControlPlane struct {
 	// it.
 	Dir string
 
-	opts    Options
-	ca      *keyPair
-	admin   *keyPair
-	etcdURL string
-	apiPort int
+	opts        Options
+	ca          *keyPair
+	admin       *keyPair
+	etcdURL     string
+	etcdPeerURL string
+	apiPort     int
 
 	mu          sync.Mutex
 	etcd        *process
@@ -333,41 +334,73 @@ func (c *ControlPlane) startEtcd(ctx context.Context) error {
 		}
 		clientURL := "http://127.0.0.1:" + strconv.Itoa(clientPort)
 		peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
-		args := []string{
-			"--name=controlplane",
-			"--data-dir=" + dataDir,
-			"--listen-client-urls=" + clientURL,
-			"--advertise-client-urls=" + clientURL,
-			"--listen-peer-urls=" + peerURL,
-			"--initial-advertise-peer-urls=" + peerURL,
-			"--initial-cluster=controlplane=" + peerURL,
-			"--initial-cluster-state=new",
-			// Durability does not matter for throw-away test data, and
-			// fsync is the slowest part of etcd on a busy CI disk.
-			"--unsafe-no-fsync=true",
-			"--log-level=warn",
-		}
-		p, err := startProcessIn(c.opts.NetNS, "etcd", filepath.Join(c.opts.AssetsDir, "etcd"), args, filepath.Join(c.Dir, "etcd.log"))
-		if err != nil {
-			return err
-		}
-		c.etcd = p
-		err = p.waitReady(ctx, c.opts.StartTimeout, func(ctx context.Context) error {
-			return checkEtcdHealth(ctx, c.httpClient(), clientURL)
-		})
+		p, err := c.runEtcd(ctx, clientURL, peerURL)
 		if err == nil {
-			c.etcdURL = clientURL
+			c.etcdURL, c.etcdPeerURL = clientURL, peerURL
 			return nil
 		}
-		_ = p.stop(5 * time.Second)
-		c.etcd = nil
-		if attempt >= startAttempts || !p.exited() || !p.addressInUse() {
+		if p == nil || attempt >= startAttempts || !p.exited() || !p.addressInUse() {
 			return err
 		}
 		if err := os.RemoveAll(dataDir); err != nil {
 			return fmt.Errorf("reset etcd data directory: %w", err)
 		}
 	}
+}
+
+// runEtcd starts etcd on clientURL and peerURL with the data in Dir, and
+// waits until it is healthy. On error it returns the process, stopped.
+func (c *ControlPlane) runEtcd(ctx context.Context, clientURL, peerURL string) (*process, error) {
+	args := []string{
+		"--name=controlplane",
+		"--data-dir=" + filepath.Join(c.Dir, "etcd"),
+		"--listen-client-urls=" + clientURL,
+		"--advertise-client-urls=" + clientURL,
+		"--listen-peer-urls=" + peerURL,
+		"--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=controlplane=" + peerURL,
+		"--initial-cluster-state=new",
+		// Durability does not matter for throw-away test data, and
+		// fsync is the slowest part of etcd on a busy CI disk.
+		"--unsafe-no-fsync=true",
+		"--log-level=warn",
+	}
+	p, err := startProcessIn(c.opts.NetNS, "etcd", filepath.Join(c.opts.AssetsDir, "etcd"), args, filepath.Join(c.Dir, "etcd.log"))
+	if err != nil {
+		return nil, err
+	}
+	c.etcd = p
+	err = p.waitReady(ctx, c.opts.StartTimeout, func(ctx context.Context) error {
+		return checkEtcdHealth(ctx, c.httpClient(), clientURL)
+	})
+	if err != nil {
+		_ = p.stop(5 * time.Second)
+		c.etcd = nil
+		return p, err
+	}
+	return p, nil
+}
+
+// RestartEtcd stops etcd and starts a new etcd process on the same
+// addresses with the same data, as an upgrade of the control plane does.
+// A running kube-apiserver reconnects by itself; one that is stopped finds
+// it at StartAPIServer.
+func (c *ControlPlane) RestartEtcd(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		return errors.New("control plane is stopped")
+	}
+	if c.etcd != nil {
+		if err := c.etcd.stop(10 * time.Second); err != nil && !c.etcd.exited() {
+			return fmt.Errorf("stop etcd: %w", err)
+		}
+		c.etcd = nil
+	}
+	if _, err := c.runEtcd(ctx, c.etcdURL, c.etcdPeerURL); err != nil {
+		return fmt.Errorf("restart etcd on %s: %w", c.etcdURL, err)
+	}
+	return nil
 }
 
 // httpClient is a plain HTTP client that dials as Config does.
