@@ -164,8 +164,14 @@ var (
 	// stubDomainsForm: kube-dns's stubDomains, added to the ones it has.
 	stubDomainsForm = &FormSpec{
 		Review: ReviewTargetStubs,
-		Render: func(o Options, _ []Server, _ Live) (string, error) {
-			cm, err := StubDomains(o, nil)
+		// Applied, the printed ConfigMap replaces stubDomains whole: it
+		// holds the stub domains the cluster has, kept.
+		Render: func(o Options, _ []Server, live Live) (string, error) {
+			existing, err := parseStubs(live.Target)
+			if err != nil {
+				return "", err
+			}
+			cm, err := StubDomains(o, existing)
 			if err != nil {
 				return "", err
 			}

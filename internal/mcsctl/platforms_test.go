@@ -532,3 +532,30 @@ func TestFrontKeepsRKE2Values(t *testing.T) {
 		}
 	}
 }
+
+// TestFrontKeepsStubDomains: the kube-dns ConfigMap front prints replaces
+// stubDomains whole when applied, so it holds the cluster's own stub
+// domains, kept, as --apply writes them.
+func TestFrontKeepsStubDomains(t *testing.T) {
+	objs := platformObjects("gke")
+	for _, o := range objs {
+		if cm, ok := o.(*corev1.ConfigMap); ok && cm.Name == "kube-dns" {
+			cm.Data = map[string]string{"stubDomains": `{"corp.example":["10.1.2.3"]}`}
+		}
+	}
+	code, out, errOut, err := runFrontOn(t, objs)
+	if code != 0 || err != nil {
+		t.Fatalf("front: %d %v\n%s", code, err, errOut)
+	}
+	var cm corev1.ConfigMap
+	if err := yaml.Unmarshal([]byte(out), &cm); err != nil {
+		t.Fatal(err)
+	}
+	var stubs map[string][]string
+	if err := json.Unmarshal([]byte(cm.Data["stubDomains"]), &stubs); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !slices.Equal(stubs["corp.example"], []string{"10.1.2.3"}) || !slices.Equal(stubs["clusterset.local"], []string{testStandaloneIP}) || !slices.Equal(stubs["42.10.in-addr.arpa"], []string{testStandaloneIP}) {
+		t.Errorf("stub domains %v, want corp.example kept and coredns-mcs's zones:\n%s", stubs, out)
+	}
+}
