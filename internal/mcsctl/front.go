@@ -144,9 +144,10 @@ func liveObject(ctx context.Context, dyn dynamic.Interface, ref front.Ref, stder
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ref, err)
 	}
-	var get dynamic.ResourceInterface = dyn.Resource(gv.WithResource(ref.Resource))
+	resource := dyn.Resource(gv.WithResource(ref.Resource))
+	var get dynamic.ResourceInterface = resource
 	if ref.Namespace != "" {
-		get = dyn.Resource(gv.WithResource(ref.Resource)).Namespace(ref.Namespace)
+		get = resource.Namespace(ref.Namespace)
 	}
 	obj, err := get.Get(ctx, ref.Name, meta.GetOptions{})
 	switch {
