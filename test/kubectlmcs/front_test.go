@@ -3,7 +3,10 @@ package kubectlmcs
 import (
 	"encoding/json"
 	"net"
+	"os/exec"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,7 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/front"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
@@ -106,6 +113,68 @@ func (p *platformCluster) configMap(t *testing.T, name string) *corev1.ConfigMap
 		t.Fatal(err)
 	}
 	return cm
+}
+
+// crd is a CustomResourceDefinition of kind in group, version v1, that
+// keeps every field: only its name and scope matter here.
+func crd(group, kind, plural, scope string) map[string]any {
+	return map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": plural + "." + group},
+		"spec": map[string]any{
+			"group": group, "scope": scope,
+			"names": map[string]any{"kind": kind, "plural": plural, "singular": strings.ToLower(kind), "listKind": kind + "List"},
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}},
+			}},
+		},
+	}
+}
+
+// applyObjects applies objects (CRDs first), as a platform's manager
+// would have.
+func (p *platformCluster) applyObjects(t *testing.T, objects ...map[string]any) {
+	t.Helper()
+	var manifests []apply.Manifest
+	for _, o := range objects {
+		manifests = append(manifests, apply.Manifest{Object: &unstructured.Unstructured{Object: o}, Source: t.Name()})
+	}
+	if err := apply.Apply(t.Context(), p.cp.Config, manifests); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// object reads an object of group/v1 resource.
+func (p *platformCluster) object(t *testing.T, group, resource, namespace, name string) map[string]any {
+	t.Helper()
+	dyn := dynamic.NewForConfigOrDie(p.cp.Config)
+	r := dyn.Resource(schema.GroupVersionResource{Group: group, Version: "v1", Resource: resource})
+	var get dynamic.ResourceInterface = r
+	if namespace != "" {
+		get = r.Namespace(namespace)
+	}
+	obj, err := get.Get(t.Context(), name, meta.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.Object
+}
+
+// kubectlApply runs kubectl apply -f - with input, as the docs say to
+// apply what kubectl mcs front prints, with the kubectl the control
+// plane's binaries are built with.
+func (p *platformCluster) kubectlApply(t *testing.T, input string) {
+	t.Helper()
+	dir, err := controlplane.Assets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), filepath.Join(dir, "kubectl"), "--kubeconfig", p.cp.Kubeconfig, "apply", "-f", "-")
+	cmd.Stdin = strings.NewReader(input)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply -f -: %v\n%s\ninput:\n%s", err, out, input)
+	}
 }
 
 func corefileConfigMap(text string) *corev1.ConfigMap {
@@ -242,6 +311,85 @@ func TestFrontPerPlatform(t *testing.T) {
 		value.Corefile = ""
 		if err := json.Unmarshal([]byte(out), &value); code != 0 || err != nil || value.Corefile != front.KubeadmCorefile {
 			t.Errorf("front --platform eks --remove: %d %v, want the add-on value with the cluster's Corefile:\n%s%s", code, err, out, errOut)
+		}
+	})
+	t.Run("rke2", func(t *testing.T) {
+		// The HelmChartConfig rke2 documents for rke2-coredns's values,
+		// here enabling NodeLocal DNSCache (docs/networking/networking_services.md
+		// of rancher/rke2-docs): what front prints keeps it, applied as the
+		// docs say (kubectl apply -f -).
+		p := startPlatform(t, "10.43.0.0/16", dnsDeployment("rke2-coredns-rke2-coredns", "rancher/hardened-coredns:v1.14.7-build20260819", "rke2-coredns-rke2-coredns"))
+		p.applyObjects(t, crd("helm.cattle.io", "HelmChartConfig", "helmchartconfigs", "Namespaced"), map[string]any{
+			"apiVersion": "helm.cattle.io/v1", "kind": "HelmChartConfig",
+			"metadata": map[string]any{"name": "rke2-coredns", "namespace": "kube-system"},
+			"spec":     map[string]any{"valuesContent": "nodelocal:\n  enabled: true\n"},
+		})
+		values := func() map[string]any {
+			obj := p.object(t, "helm.cattle.io", "helmchartconfigs", "kube-system", "rke2-coredns")
+			text, _, _ := unstructured.NestedString(obj, "spec", "valuesContent")
+			v := map[string]any{}
+			if err := yaml.Unmarshal([]byte(text), &v); err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		code, out, errOut := p.front(t)
+		if code != 0 || !strings.Contains(errOut, "# platform: rke2") {
+			t.Fatalf("front: %d\n%s%s", code, out, errOut)
+		}
+		p.kubectlApply(t, out)
+		applied := values()
+		servers, _ := applied["servers"].([]any)
+		if applied["nodelocal"] == nil || len(servers) != 5 || !strings.Contains(out, p.address+" 127.0.0.1:5301") {
+			t.Errorf("applied valuesContent: nodelocal %v and %d servers (want it kept, and the chart's default and 4 added):\n%s", applied["nodelocal"], len(servers), out)
+		}
+		// Again: the same values, the servers once.
+		_, out, _ = p.front(t)
+		p.kubectlApply(t, out)
+		if again := values(); !reflect.DeepEqual(again, applied) {
+			t.Errorf("applied twice:\n%v\nwant\n%v", again, applied)
+		}
+		_, out, _ = p.front(t, "--remove")
+		p.kubectlApply(t, out)
+		removed := values()
+		servers, _ = removed["servers"].([]any)
+		if removed["nodelocal"] == nil || len(servers) != 1 {
+			t.Errorf("removed: %v, want nodelocal kept and the chart's default server alone", removed)
+		}
+	})
+	t.Run("openshift", func(t *testing.T) {
+		// The DNS resource "default" with an entry of the user's own
+		// (Server in operator/v1/types_dns.go of openshift/api): applying
+		// what front prints keeps it.
+		p := startPlatform(t, "172.30.0.0/16")
+		corp := map[string]any{"name": "corp", "zones": []any{"corp.example"}, "forwardPlugin": map[string]any{"upstreams": []any{"10.1.2.3"}}}
+		p.applyObjects(t, crd("operator.openshift.io", "DNS", "dnses", "Cluster"), map[string]any{
+			"apiVersion": "operator.openshift.io/v1", "kind": "DNS",
+			"metadata": map[string]any{"name": "default"},
+			"spec":     map[string]any{"servers": []any{corp}},
+		})
+		names := func() []string {
+			servers, _, _ := unstructured.NestedSlice(p.object(t, "operator.openshift.io", "dnses", "", "default"), "spec", "servers")
+			var n []string
+			for _, s := range servers {
+				n = append(n, s.(map[string]any)["name"].(string))
+			}
+			return n
+		}
+		for range 2 {
+			code, out, errOut := p.front(t, "--platform", "openshift")
+			if code != 0 {
+				t.Fatalf("front: %d\n%s%s", code, out, errOut)
+			}
+			p.kubectlApply(t, out)
+			if got := names(); !slices.Equal(got, []string{"corp", front.OpenShiftServerName}) {
+				t.Errorf("spec.servers applied: %v, want corp kept, then %s", got, front.OpenShiftServerName)
+			}
+		}
+		_, out, _ := p.front(t, "--platform", "openshift", "--remove")
+		p.kubectlApply(t, out)
+		if got := names(); !slices.Equal(got, []string{"corp"}) {
+			t.Errorf("spec.servers removed: %v, want corp alone", got)
 		}
 	})
 	t.Run("kube-dns", func(t *testing.T) {
