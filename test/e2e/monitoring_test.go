@@ -380,12 +380,22 @@ func checkDashboard(t *testing.T, p *prometheusServer, path, job string, only []
 				continue
 			}
 			queries++
-			n, err := p.query(expr)
+			// A rate needs two scrapes within its range: on a busy
+			// machine a scrape can fail, and its series go stale until
+			// two more succeed. Wait for them, within a deadline.
+			var n int
+			var err error
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			poll.Until(ctx, expr+" has series", func() (bool, string) {
+				n, err = p.query(expr)
+				return err != nil || n > 0, fmt.Sprintf("%d series", n)
+			})
+			cancel()
 			switch {
 			case err != nil:
 				t.Errorf("panel %q: %s: %v", panel.Title, expr, err)
 			case n == 0:
-				t.Errorf("panel %q: %s returned no series", panel.Title, expr)
+				t.Errorf("panel %q: %s returned no series within 15s", panel.Title, expr)
 			}
 		}
 	}
