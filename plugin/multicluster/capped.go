@@ -5,8 +5,6 @@
 package multicluster
 
 import (
-	"sort"
-
 	"github.com/miekg/dns"
 )
 
@@ -58,11 +56,45 @@ func capAnswer(r *dns.Msg, a answer) (answer, bool) {
 		k--
 	}
 	capped := func(k int) answer { return keepAnswers(a, owners, cuts[k]) }
-	if !fits(r, capped(k)) {
+	if n := msgLen(r, capped(k)); n > maxAnswerSize {
 		// Long SRV targets: the largest cut that fits.
-		k = sort.Search(k, func(i int) bool { return !fits(r, capped(i+1)) })
+		k = largestFit(k, n, func(i int) int { return msgLen(r, capped(i)) })
 	}
 	return capped(k), true
+}
+
+// largestFit returns the largest i below hi whose size is at most
+// maxAnswerSize, sizes growing with i, size(0) fitting and sizeHi, hi's,
+// not. Past an answer's first targets, which carry most of the additional
+// records, its records are much of a size: once both ends are measured,
+// a probe goes where their sizes put the limit, and the next checks the
+// one after it; a probe that did not halve the range is followed by one
+// that does, so that it takes a few probes, never more than twice a
+// binary search's.
+func largestFit(hi, sizeHi int, size func(int) int) int {
+	lo, sizeLo, halve, next := 0, 0, false, 0
+	for hi-lo > 1 {
+		i := lo + (hi-lo)/2
+		switch {
+		case next > lo && next < hi:
+			i = next
+		case !halve && lo > 0:
+			i = lo + int(int64(hi-lo)*int64(maxAnswerSize-sizeLo)/int64(sizeHi-sizeLo))
+			i = min(max(i, lo+1), hi-1)
+		}
+		width, interpolated := hi-lo, i != lo+(hi-lo)/2 && i != next
+		next = 0
+		if n := size(i); n <= maxAnswerSize {
+			lo, sizeLo = i, n
+			if interpolated {
+				next = i + 1
+			}
+		} else {
+			hi, sizeHi = i, n
+		}
+		halve = !halve && hi-lo > width/2
+	}
+	return lo
 }
 
 // cutPoints are the lengths answer may be cut to: every one, except, when
@@ -129,11 +161,15 @@ func keepAnswers(a answer, owners []int, n int) answer {
 
 // fits reports whether a, as the reply to r, takes at most maxAnswerSize
 // octets with its names compressed.
-func fits(r *dns.Msg, a answer) bool {
+func fits(r *dns.Msg, a answer) bool { return msgLen(r, a) <= maxAnswerSize }
+
+// msgLen returns the length of a as the reply to r: uncompressed when that
+// fits (no map of names to build), else with its names compressed.
+func msgLen(r *dns.Msg, a answer) int {
 	m := &dns.Msg{Question: r.Question, Answer: a.answer, Extra: a.extra}
-	if m.Len() <= maxAnswerSize {
-		return true // uncompressed: no map of names to build
+	if n := m.Len(); n <= maxAnswerSize {
+		return n
 	}
 	m.Compress = true
-	return m.Len() <= maxAnswerSize
+	return m.Len()
 }

@@ -421,7 +421,10 @@ func sliceSpecOf(es *discovery.EndpointSlice, longestZone int, problems *problem
 		}
 	}
 	slices.SortFunc(s.endpoints, func(a, b endpoint) int {
-		return cmp.Or(cmp.Compare(a.host, b.host), compareIP(a.ip, b.ip))
+		if a.host != b.host { // interned: one name's addresses compare at once
+			return strings.Compare(a.host, b.host)
+		}
+		return compareIP(a.ip, b.ip)
 	})
 	// An address listed twice under one name answers once.
 	s.endpoints = slices.CompactFunc(s.endpoints, func(a, b endpoint) bool { return a.host == b.host && a.ip.Equal(b.ip) })

@@ -215,14 +215,15 @@ func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zo
 		var seen addressSet
 		capped := false
 		found := eps.eachHost(req.host, req.cluster, func(e endpoint) bool {
-			if (qtype == dns.TypeA && !e.v6) || (qtype == dns.TypeAAAA && e.v6) {
-				switch {
-				case !seen.add(e.ip):
-				case len(rrs) == req.recordLimit():
-					capped = capped || len(rrs) == maxAnswerRecords
-				default:
-					rrs = append(rrs, newAddressBlock(1, e.v6).next(owner, e.ip, r.ttl))
-				}
+			switch {
+			case qtype != dns.TypeA && qtype != dns.TypeAAAA:
+				return false // the name exists, with no record of the type
+			case (qtype == dns.TypeAAAA) != e.v6 || !seen.add(e.ip):
+			case len(rrs) == req.recordLimit():
+				capped = len(rrs) == maxAnswerRecords
+				return false // one more than the answer takes: no need to look further
+			default:
+				rrs = append(rrs, newAddressBlock(1, e.v6).next(owner, e.ip, r.ttl))
 			}
 			return true
 		})
@@ -366,7 +367,8 @@ func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string,
 	b := srvBuilder{owner: owner, ports: ports, n: n, ttl: r.ttl, dups: eps.dups,
 		answer: make([]dns.RR, 0, min(n, limit)), extra: make([]dns.RR, 0, min(extra, limit)),
 		// Whether the whole answer would be over what any reply carries.
-		capped: n > maxAnswerRecords || extra > maxAnswerRecords}
+		capped: n > maxAnswerRecords || extra > maxAnswerRecords,
+		octets: maxAnswerSize - 12 - (len(owner) + 1 + 4)}
 	b.block = make([]dns.SRV, 0, cap(b.answer))
 	if b.dups {
 		b.kept = make(map[hostKey]struct{}, min(names, cap(b.answer)/len(ports)+1))
@@ -381,6 +383,9 @@ func (r *resolver) headlessSRV(v *view, ports []servicePort, owner, zone string,
 	}
 	v4, v6 := newAddressBlock(min(named, limit), false), newAddressBlock(min(named, limit), true)
 	add := func(target string, e endpoint) {
+		if !b.extraRoom(e.v6) {
+			return
+		}
 		ab := v4
 		if e.v6 {
 			ab = v6
@@ -402,9 +407,11 @@ served:
 					break served
 				}
 				for ; i < len(named) && named[i].host == host; i++ {
-					if len(b.extra) < cap(b.extra) {
-						add(target, named[i])
+					if len(b.extra) == cap(b.extra) {
+						i = runEnd(named, i)
+						break
 					}
+					add(target, named[i])
 				}
 				continue
 			}
@@ -425,6 +432,9 @@ served:
 				break served
 			}
 			b.keep(k)
+			if len(b.extra) == cap(b.extra) {
+				continue
+			}
 			clear(seen)
 			eps.eachHost(host, s.cluster, func(e endpoint) bool {
 				if len(b.extra) == cap(b.extra) {
@@ -473,6 +483,10 @@ type srvBuilder struct {
 	// full: a target was left out, so every one after it is; capped: the
 	// whole answer would be more than any reply carries.
 	full, capped bool
+	// octets is what the records may still take of a TCP message: as they
+	// are made, what each takes at most is taken from it, so that an
+	// answer of long targets is made no larger than capAnswer keeps.
+	octets int
 	// kept are the names answered, when a name may be in several slices.
 	kept map[hostKey]struct{}
 }
@@ -492,25 +506,61 @@ func (b *srvBuilder) target(target string) bool {
 	if b.full {
 		return false
 	}
-	if room := cap(b.answer) - len(b.answer); len(b.answer) > 0 && len(b.ports) > room {
+	size := srvSize(target)
+	if room := cap(b.answer) - len(b.answer); len(b.answer) > 0 && (len(b.ports) > room || len(b.ports)*size > b.octets) {
 		b.full = true
+		b.capped = b.capped || len(b.ports)*size > b.octets
 		return false
 	}
 	for _, p := range b.ports {
-		if len(b.answer) == cap(b.answer) {
+		if len(b.answer) == cap(b.answer) || size > b.octets {
 			b.full = true
+			b.capped = b.capped || size > b.octets
 			break
 		}
+		b.octets -= size
 		b.block = append(b.block, srv(b.owner, target, p.port, b.n, b.ttl))
 		b.answer = append(b.answer, &b.block[len(b.block)-1])
 	}
 	return true
 }
 
-// addExtra adds records to the additional section while it has room.
+// addExtra adds address records to the additional section while it has
+// room.
 func (b *srvBuilder) addExtra(rrs ...dns.RR) {
-	room := cap(b.extra) - len(b.extra)
-	b.extra = append(b.extra, rrs[:min(len(rrs), room)]...)
+	for _, rr := range rrs {
+		_, v6 := rr.(*dns.AAAA)
+		if !b.extraRoom(v6) {
+			return
+		}
+		b.extra = append(b.extra, rr)
+	}
+}
+
+// extraRoom reports whether the additional section has room for one more
+// address record, and takes it; once one does not fit, none does.
+func (b *srvBuilder) extraRoom(v6 bool) bool {
+	size := addressSize(v6)
+	if len(b.extra) == cap(b.extra) || size > b.octets {
+		b.capped = b.capped || size > b.octets
+		b.extra = slices.Clip(b.extra)
+		return false
+	}
+	b.octets -= size
+	return true
+}
+
+// srvSize and addressSize are the most octets an SRV record of target, or
+// an address record of one of the answer's targets, takes in a message:
+// its owner name a pointer to a name before it (the question's, the SRV
+// target's), the target in full.
+func srvSize(target string) int { return 2 + 10 + 6 + len(target) + 1 }
+
+func addressSize(v6 bool) int {
+	if v6 {
+		return 2 + 10 + 16
+	}
+	return 2 + 10 + 4
 }
 
 // distinctPorts returns ports with each port number once, the first of
