@@ -195,16 +195,16 @@ type informer struct {
 }
 
 // watchBackoff is the wait before another attempt after a failed list or
-// watch: doubling from 250 ms up to 2 s, each wait jittered up to half as
-// long again, so that the plugin follows an API server that is back within
-// 3 s.
-var watchBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 4, Cap: 2 * time.Second}
+// watch: doubling from 250 ms up to 1 s, each wait jittered up to half as
+// long again, so that the plugin asks an API server that is back within
+// 1.5 s.
+var watchBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 3, Cap: time.Second}
 
 // workingWatch is how long a ListAndWatch must have run for its end (the
 // API server ended the watch, or restarted) to be followed by a relist at
 // once; one that ended sooner is retried as a failure, so that an API
 // server that ends every watch at once is not asked again and again.
-const workingWatch = 10 * time.Second
+const workingWatch = 5 * time.Second
 
 func (in *informer) Run(stopCh <-chan struct{}) { in.RunWithContext(wait.ContextForChannel(stopCh)) }
 

@@ -167,7 +167,7 @@ func TestRelistPolicy(t *testing.T) {
 	within := func(d, base time.Duration) bool {
 		return d >= base && d <= base+time.Duration(float64(base)*watchBackoff.Jitter)
 	}
-	for i, base := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second} {
+	for i, base := range []time.Duration{250 * time.Millisecond, 500 * time.Millisecond, time.Second, time.Second, time.Second} {
 		var d time.Duration
 		if i%2 == 0 {
 			d = p.next(failed, time.Millisecond)
