@@ -173,9 +173,9 @@ func FuzzHostileObjects(f *testing.F) {
 // endpoints share; hostMode and portMode as in FuzzHostileObjects.
 func FuzzHostileShapes(f *testing.F) {
 	// kind, slices, endpoints, per endpoint, pool, hostMode, ports, portMode, mix, import ips, import ports
-	f.Add(uint8(1), uint8(5), uint16(1000), uint8(60), uint16(0), uint8(0), uint16(1), uint8(0), uint8(0), uint16(0), uint16(1))       // addresses
-	f.Add(uint8(2), uint8(10), uint16(1000), uint8(60), uint16(60), uint8(4), uint16(1), uint8(0), uint8(25), uint16(0), uint16(1))    // repeats, dual stack
-	f.Add(uint8(2), uint8(2), uint16(1000), uint8(100), uint16(100), uint8(1), uint16(2000), uint8(1), uint8(2), uint16(0), uint16(0)) // one name, 100 addresses x 1,000
+	f.Add(uint8(1), uint8(5), uint16(1000), uint8(60), uint16(0), uint8(0), uint16(1), uint8(0), uint8(0), uint16(0), uint16(1))     // addresses
+	f.Add(uint8(2), uint8(10), uint16(1000), uint8(60), uint16(60), uint8(0), uint16(1), uint8(0), uint8(9), uint16(0), uint16(1))   // repeats, dual stack
+	f.Add(uint8(2), uint8(2), uint16(1000), uint8(100), uint16(0), uint8(1), uint16(2000), uint8(1), uint8(2), uint16(0), uint16(0)) // one name, 100 addresses x 1,000
 	f.Add(uint8(0), uint8(4), uint16(1000), uint8(100), uint16(0), uint8(3), uint16(20000), uint8(2), uint8(7), uint16(5000), uint16(30000))
 	f.Add(uint8(1), uint8(12), uint16(1000), uint8(30), uint16(7), uint8(2), uint16(100), uint8(1), uint8(30), uint16(0), uint16(0))
 	f.Add(uint8(2), uint8(3), uint16(1000), uint8(100), uint16(0), uint8(0), uint16(20000), uint8(0), uint8(1), uint16(0), uint16(0))
