@@ -282,6 +282,18 @@ func BenchmarkHostileShapes(b *testing.B) {
 			event()
 		}
 	})
+	b.Run("addresses/event beside 150 slices", func(b *testing.B) {
+		var many []*discovery.EndpointSlice
+		for i := range 150 {
+			many = append(many, manyAddressSlice("aaa", "addr", "c"+strconv.Itoa(i), "addr-"+strconv.Itoa(i), 20, 100, 100+i))
+		}
+		m := hostilePlugin(b, []importDef{{ns: "aaa", name: "addr", typ: "ClusterSetIP"}}, many...)
+		event := addressesEvent(b, m)
+		b.ReportAllocs()
+		for b.Loop() {
+			event()
+		}
+	})
 	b.Run("addresses/A", func(b *testing.B) {
 		m := addressesPlugin(b)
 		r := new(dns.Msg)

@@ -244,6 +244,26 @@ func TestHostileAddressesEvent(t *testing.T) {
 	}
 }
 
+// TestHostileManySlicesEvent: with 150 slices of 2,000 addresses each, an
+// event of the import's answers from its slices merges the lowest
+// addresses, not every slice's 2,000: a one-endpoint slice that comes and
+// goes costs at most 50 ms of CPU.
+func TestHostileManySlicesEvent(t *testing.T) {
+	var many []*discovery.EndpointSlice
+	for i := range 150 {
+		many = append(many, manyAddressSlice("aaa", "addr", "c"+strconv.Itoa(i), "addr-"+strconv.Itoa(i), 20, 100, 100+i))
+	}
+	m := hostilePlugin(t, []importDef{{ns: "aaa", name: "addr", typ: "ClusterSetIP"}}, many...)
+	event := addressesEvent(t, m)
+	checkTime(t, "an event of a one-endpoint slice beside 150 slices", maxEventTime/5, event)
+	if _, ok := m.sources.sliceOf[sliceID{namespace: "aaa", name: "addr-small"}]; !ok {
+		event() // the one-endpoint slice is there
+	}
+	if v := m.index.lookup("aaa", "addr"); len(v.ipv4) != maxImportAddresses || !v.ipv4[0].Equal(net.IPv4(10, 20, 0, 1)) {
+		t.Errorf("%d addresses from %v", len(v.ipv4), v.ipv4[:min(1, len(v.ipv4))])
+	}
+}
+
 // TestHostileRepeatsQueries: a headless import whose 10 clusters each
 // export an IPv4 and an IPv6 slice of 1,000 host names, every one at the
 // same 60 addresses, answers each query within 5 ms of CPU and maxQueryAlloc:

@@ -6,6 +6,7 @@ package multicluster
 import (
 	"bytes"
 	"cmp"
+	"container/heap"
 	"math"
 	"net"
 	"slices"
@@ -131,32 +132,57 @@ func clusterRun(ordered []*sliceSpec, cluster string) (run []*sliceSpec, n4, n6 
 
 // lowestAddresses returns the lowest maxImportAddresses distinct addresses
 // of one family in slices, in order. Each slice's are sorted and distinct
-// already (byAddr): the work is at most maxImportAddresses a slice, however
-// many addresses the slices hold.
+// already (byAddr): they are merged, lowest first, until enough are taken,
+// so that the work is that of the addresses taken, and of their repeats in
+// other slices, however many the slices hold.
 func lowestAddresses(in []*sliceSpec, v6 bool) []net.IP {
+	h := addressHeap{}
 	n := 0
 	for _, s := range in {
-		n += min(len(s.addressesOf(v6)), maxImportAddresses)
+		if idx := s.addressesOf(v6); len(idx) > 0 {
+			h = append(h, addressCursor{s: s, idx: idx})
+			n += len(idx)
+		}
 	}
 	if n == 0 {
 		return nil
 	}
-	out := make([]net.IP, 0, n)
-	for _, s := range in {
-		idx := s.addressesOf(v6)
-		for _, i := range idx[:min(len(idx), maxImportAddresses)] {
-			out = append(out, s.endpoints[i].ip)
+	out := make([]net.IP, 0, min(n, maxImportAddresses))
+	heap.Init(&h)
+	for len(h) > 0 && len(out) < maxImportAddresses {
+		c := &h[0]
+		if ip := c.ip(); len(out) == 0 || !out[len(out)-1].Equal(ip) {
+			out = append(out, ip)
+		}
+		if c.idx = c.idx[1:]; len(c.idx) == 0 {
+			heap.Pop(&h)
+		} else {
+			heap.Fix(&h, 0)
 		}
 	}
-	if len(in) == 1 {
-		return out
-	}
-	slices.SortFunc(out, compareIP)
-	out = slices.CompactFunc(out, net.IP.Equal)
-	if len(out) > maxImportAddresses || len(out) < cap(out)/2 {
-		out = slices.Clone(out[:min(len(out), maxImportAddresses)])
-	}
 	return out
+}
+
+// addressCursor is where a merge of slices' addresses is in one slice's.
+type addressCursor struct {
+	s   *sliceSpec
+	idx []int32 // what is left of the slice's byAddr
+}
+
+func (c *addressCursor) ip() net.IP { return c.s.endpoints[c.idx[0]].ip }
+
+// addressHeap orders cursors by their next address.
+type addressHeap []addressCursor
+
+func (h addressHeap) Len() int           { return len(h) }
+func (h addressHeap) Less(i, j int) bool { return compareIP(h[i].ip(), h[j].ip()) < 0 }
+func (h addressHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *addressHeap) Push(x any)        { *h = append(*h, x.(addressCursor)) }
+func (h *addressHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
 }
 
 // droppedAddresses returns how many distinct addresses of the slices served
