@@ -193,8 +193,8 @@ func TestHostileAddressesEvent(t *testing.T) {
 	if len(v.ipv4) != maxImportAddresses || !v.ipv4[0].Equal(net.IPv4(10, 20, 0, 1)) || !v.ipv4[1].Equal(net.IPv4(10, 100, 0, 1)) {
 		t.Errorf("%d addresses from %v, want %d from 10.20.0.1, 10.100.0.1", len(v.ipv4), v.ipv4[:min(2, len(v.ipv4))], maxImportAddresses)
 	}
-	if want := int32(300001 - maxImportAddresses); v.dropped != want {
-		t.Errorf("%d addresses dropped, want %d", v.dropped, want)
+	if want := int32(300001 - maxImportAddresses); v.dropped != want || m.index.dropped.Load() != int64(want) {
+		t.Errorf("%d addresses dropped, %d counted, want %d", v.dropped, m.index.dropped.Load(), want)
 	}
 	if n := m.index.reverseLen(); n != maxImportAddresses {
 		t.Errorf("%d addresses in the reverse map, want %d", n, maxImportAddresses)

@@ -84,10 +84,10 @@ func (r *resolver) service(req request, v *view, owner string, qtype uint16, zon
 		switch qtype {
 		case dns.TypeA:
 			v4, v6, local, source := r.clusterSetIPs(v)
-			return answer{answer: addresses(owner, v4, false, r.ttl, req.recordLimit()), localOnly: local, pending: len(v4)+len(v6) == 0, capped: len(v4) > maxAnswerRecords, why: whyAddresses, source: source}
+			return answer{answer: addresses(owner, v4, false, r.ttl, req.recordLimit()), localOnly: local, pending: len(v4)+len(v6) == 0, capped: len(v4) > maxAnswerRecords || droppedFrom(v, source), why: whyAddresses, source: source}
 		case dns.TypeAAAA:
 			v4, v6, local, source := r.clusterSetIPs(v)
-			return answer{answer: addresses(owner, v6, true, r.ttl, req.recordLimit()), localOnly: local, pending: len(v4)+len(v6) == 0, capped: len(v6) > maxAnswerRecords, why: whyAddresses, source: source}
+			return answer{answer: addresses(owner, v6, true, r.ttl, req.recordLimit()), localOnly: local, pending: len(v4)+len(v6) == 0, capped: len(v6) > maxAnswerRecords || droppedFrom(v, source), why: whyAddresses, source: source}
 		case dns.TypeSRV:
 			return r.clusterSetSRV(v, v.ports, owner, zone, req.recordLimit())
 		}
@@ -133,8 +133,14 @@ func (r *resolver) clusterSetSRV(v *view, ports []servicePort, owner, zone strin
 	v4, v6, local, source := r.clusterSetIPs(v)
 	a.extra = append(addresses(target, v4, false, r.ttl, limit), addresses(target, v6, true, r.ttl, limit)...)
 	a.localOnly, a.source = local, source
-	a.capped = len(ports) > maxAnswerRecords || len(v4) > maxAnswerRecords || len(v6) > maxAnswerRecords
+	a.capped = len(ports) > maxAnswerRecords || len(v4) > maxAnswerRecords || len(v6) > maxAnswerRecords || droppedFrom(v, source)
 	return a
+}
+
+// droppedFrom reports whether addresses from source, v's slices', were left
+// out of v (maxImportAddresses).
+func droppedFrom(v *view, source addressSource) bool {
+	return source == sourceSlices && v.dropped > 0
 }
 
 // clusterSetIPs returns the addresses of a ClusterSetIP import from the first
