@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 )
 
 // Source is testdata/resolve.c: for each name, one line "BOOTTIME NAME STATUS
@@ -126,11 +128,11 @@ func Now() float64 {
 func Require(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skip("cresolve: needs root for a mount namespace and port 53")
+		harness.Unavailable(t, "cresolve: needs root for a mount namespace and port 53")
 	}
 	for _, tool := range []string{"unshare", "mount", "musl-gcc", "gcc"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("cresolve: %s not found (.ci/run installs it)", tool)
+			harness.Unavailable(t, "cresolve: %s not found (.ci/run installs it; Debian: musl-tools)", tool)
 		}
 	}
 }
