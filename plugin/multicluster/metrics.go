@@ -87,7 +87,7 @@ var (
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
 		Name:      "addresses_dropped",
-		Help:      "Distinct addresses of ServiceImports' EndpointSlices left out of their answers: past the 1,000 of each family an import answers with from its slices (a ClusterSetIP import without spec.ips, a headless import whose slices repeat addresses). The most of the running plugins.",
+		Help:      "Distinct addresses of ServiceImports' EndpointSlices left out of their answers: past the 2,000 of each family an import answers with from its slices (a ClusterSetIP import without spec.ips, a headless import whose slices repeat addresses). The most of the running plugins.",
 	}, func() float64 { return float64(maxDropped(running.plugins())) })
 
 	degradedGauge = promauto.NewGaugeVec(prometheus.GaugeOpts{
