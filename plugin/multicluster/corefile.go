@@ -195,6 +195,18 @@ func parseOption(c *caddy.Controller, m *Multicluster, option string) error {
 			return c.Errf("ttl must be in range [0, %d]: %d", maxTTL, ttl)
 		}
 		m.ttl = uint32(ttl)
+	case "max_import_addresses":
+		if len(args) != 1 {
+			return c.Errf("max_import_addresses needs exactly one count, got %d arguments", len(args))
+		}
+		n, err := strconv.Atoi(args[0])
+		if err != nil {
+			return c.Errf("max_import_addresses %q is not a number", args[0])
+		}
+		if n < 1 || n > maxImportAddresses {
+			return c.Errf("max_import_addresses must be in range [1, %d], what one answer carries: %d", maxImportAddresses, n)
+		}
+		m.sources.setMaxAddresses(n)
 	case "max_udp_size":
 		if len(args) != 1 {
 			return c.Errf("max_udp_size needs exactly one size in octets, got %d arguments", len(args))

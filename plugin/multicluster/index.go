@@ -36,8 +36,10 @@ type index struct {
 	// claim (the trust model: passed on, not answered).
 	conflicts atomic.Int64
 	// dropped counts the addresses every view left out past
-	// maxImportAddresses.
+	// maxAddresses.
 	dropped atomic.Int64
+	// maxAddresses is the sources' viewPolicy.maxAddresses, for the log.
+	maxAddresses atomic.Int64
 
 	serial serialClock // the zones' SOA serial
 	// localModified is the last change of local Services seen, by which the
@@ -121,7 +123,11 @@ func (x *index) put(key serviceKey, old, v *view) {
 	if was, is := droppedOf(old), droppedOf(v); was != is {
 		x.dropped.Add(int64(is - was))
 		if was == 0 {
-			objectLog.printf("ServiceImport %s: its slices hold %d more addresses than the %d of each family it answers with; the lowest answer, the rest are left out", key, is, maxImportAddresses)
+			limit := int(x.maxAddresses.Load())
+			if limit == 0 {
+				limit = maxImportAddresses
+			}
+			objectLog.printf("ServiceImport %s: its slices hold %d more addresses than the %d of each family it answers with (max_import_addresses); the lowest answer, the rest are left out", key, is, limit)
 		}
 	}
 	x.mu.Lock()

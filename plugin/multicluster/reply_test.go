@@ -153,3 +153,44 @@ func TestMaxUDPSizeParse(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxImportAddresses: max_import_addresses lowers how many distinct
+// addresses of each family an import answers with from its slices: the
+// lowest, the rest dropped, counted and out of the reverse map; a bad
+// count stops start-up.
+func TestMaxImportAddresses(t *testing.T) {
+	m, _ := newTestPlugin(t, []importDef{{ns: "shop", name: "cart", typ: "ClusterSetIP"}}, fakeLocal{})
+	m.sources.setMaxAddresses(3)
+	var eps []discovery.Endpoint
+	for i := range 10 {
+		eps = append(eps, ep(fmt.Sprintf("10.9.0.%d", 10-i), "", nil))
+	}
+	addSlice(t, m, "shop", "cart", "east", "cart-east", discovery.AddressTypeIPv4, eps...)
+	r, _ := askWire(t, m, "cart.shop.svc.clusterset.local.", dns.TypeA, 1232, true)
+	var got []string
+	for _, rr := range r.Answer {
+		got = append(got, rr.(*dns.A).A.String())
+	}
+	if strings.Join(got, " ") != "10.9.0.1 10.9.0.2 10.9.0.3" {
+		t.Errorf("answers %v, want the three lowest addresses", got)
+	}
+	if d := m.index.dropped.Load(); d != 7 {
+		t.Errorf("%d addresses counted dropped, want 7", d)
+	}
+	if n := m.index.reverseLen(); n != 3 {
+		t.Errorf("%d addresses in the reverse map, want 3", n)
+	}
+	for _, c := range []struct{ stanza, err string }{
+		{"multicluster {\n max_import_addresses 0\n}", "max_import_addresses must be in range [1, 2000], what one answer carries: 0"},
+		{"multicluster {\n max_import_addresses 2001\n}", "max_import_addresses must be in range [1, 2000]"},
+		{"multicluster {\n max_import_addresses few\n}", `max_import_addresses "few" is not a number`},
+	} {
+		if _, err := parseCorefile(caddy.NewTestController("dns", c.stanza)); err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("%q: error %v, want one saying %q", c.stanza, err, c.err)
+		}
+	}
+	parsed, err := parseCorefile(caddy.NewTestController("dns", "multicluster {\n max_import_addresses 500\n}"))
+	if err != nil || parsed.sources.policy.addressLimit() != 500 {
+		t.Errorf("max_import_addresses 500: limit %d, error %v", parsed.sources.policy.addressLimit(), err)
+	}
+}

@@ -174,6 +174,19 @@ func (s *sources) setLocalCluster(id string) {
 	}
 }
 
+// setMaxAddresses sets the most distinct addresses of each family a view
+// answers with from its import's slices (max_import_addresses), before the
+// informers start.
+func (s *sources) setMaxAddresses(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.policy.maxAddresses = n
+	s.index.maxAddresses.Store(int64(n))
+	for key := range s.imports {
+		s.rebuildLocked(key)
+	}
+}
+
 func (s *sources) localCluster() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -19,6 +19,18 @@ import (
 // spec's own: the sources give it when they file the spec.)
 type viewPolicy struct {
 	localCluster string
+	// maxAddresses is the most distinct addresses of each family a view
+	// answers with from its import's slices (max_import_addresses); 0:
+	// maxImportAddresses.
+	maxAddresses int
+}
+
+// addressLimit is p's maxAddresses, or maxImportAddresses when unset.
+func (p viewPolicy) addressLimit() int {
+	if p.maxAddresses > 0 {
+		return p.maxAddresses
+	}
+	return maxImportAddresses
 }
 
 // newView builds the view of a service from its import and the slices of
@@ -74,7 +86,8 @@ func newView(imp *importSpec, ss *serviceSlices, policy viewPolicy) *view {
 	if eps.repeats = ss.repeatsAddresses(); eps.repeats {
 		// The answers' addresses are prepared here, each once, rather
 		// than found among the repeats by every query.
-		eps.addrs4, eps.addrs6 = lowestAddresses(eps.served, false), lowestAddresses(eps.served, true)
+		limit := policy.addressLimit()
+		eps.addrs4, eps.addrs6 = lowestAddresses(eps.served, false, limit), lowestAddresses(eps.served, true, limit)
 		v.dropped = droppedAddresses(ss, eps.served, len(eps.addrs4), len(eps.addrs6))
 	}
 	v.eps = eps
@@ -107,7 +120,8 @@ func newClusterSetIPView(imp *importSpec, ss *serviceSlices, policy viewPolicy) 
 			served, localOnly = local, true
 		}
 	}
-	v4, v6 := lowestAddresses(served, false), lowestAddresses(served, true)
+	limit := policy.addressLimit()
+	v4, v6 := lowestAddresses(served, false, limit), lowestAddresses(served, true, limit)
 	if len(v4) == 0 && len(v6) == 0 {
 		return &imp.view
 	}
@@ -130,12 +144,12 @@ func clusterRun(ordered []*sliceSpec, cluster string) (run []*sliceSpec, n4, n6 
 	return ordered[lo:hi:hi], n4, n6
 }
 
-// lowestAddresses returns the lowest maxImportAddresses distinct addresses
-// of one family in slices, in order. Each slice's are sorted and distinct
+// lowestAddresses returns the lowest limit distinct addresses of one
+// family in slices, in order. Each slice's are sorted and distinct
 // already (byAddr): they are merged, lowest first, until enough are taken,
 // so that the work is that of the addresses taken, and of their repeats in
 // other slices, however many the slices hold.
-func lowestAddresses(in []*sliceSpec, v6 bool) []net.IP {
+func lowestAddresses(in []*sliceSpec, v6 bool, limit int) []net.IP {
 	h := addressHeap{}
 	n := 0
 	for _, s := range in {
@@ -147,9 +161,9 @@ func lowestAddresses(in []*sliceSpec, v6 bool) []net.IP {
 	if n == 0 {
 		return nil
 	}
-	out := make([]net.IP, 0, min(n, maxImportAddresses))
+	out := make([]net.IP, 0, min(n, limit))
 	heap.Init(&h)
-	for len(h) > 0 && len(out) < maxImportAddresses {
+	for len(h) > 0 && len(out) < limit {
 		c := &h[0]
 		if ip := c.ip(); len(out) == 0 || !out[len(out)-1].Equal(ip) {
 			out = append(out, ip)
