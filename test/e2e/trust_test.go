@@ -89,6 +89,8 @@ func TestHostileObjects(t *testing.T) {
 		{"exhaustion/a ServiceImport of 20,000 ports", (*trustSuite).importAtTheLimits},
 		{"exhaustion/slices of distinct ports and a small one that flaps", (*trustSuite).slicesOfDistinctPorts},
 		{"exhaustion/10,000 refused port names", (*trustSuite).refusedPortNames},
+		{"exhaustion/slices of 300,000 addresses and a small one that comes and goes", (*trustSuite).slicesOfManyAddresses},
+		{"exhaustion/1,000 hosts a slice, each at the same 60 addresses", (*trustSuite).repeatedAddresses},
 	} {
 		t.Run(row.name, func(t *testing.T) {
 			// The attack, then, once its objects are gone, the victim.
