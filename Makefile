@@ -91,7 +91,8 @@ NORACE := CGO_ENABLED=0 $(GO) test -trimpath -count=1
 # The tests that bound the CPU of a query and of an event at the API
 # server's limits check nothing under the race detector, which slows every
 # memory access: they run again without it. Then a short run of the fuzzer
-# over such objects (its corpus: plugin/multicluster/testdata/fuzz).
+# over such objects (its corpus: plugin/multicluster/testdata/fuzz), and of
+# the generator of shapes at the API server's limits (FuzzHostileShapes).
 HOSTILE_TESTS := Hostile|SmallEvent
 FUZZTIME ?= 15s
 
@@ -122,6 +123,7 @@ define unit_tests
 	$(GO) test -race -count=1 ./plugin/... ./internal/...; \
 	$(NORACE) -run '$(HOSTILE_TESTS)' ./plugin/multicluster/; \
 	$(GO) test -run '^$$' -fuzz FuzzHostileObjects -fuzztime $(FUZZTIME) ./plugin/multicluster/; \
+	$(GO) test -run '^$$' -fuzz FuzzHostileShapes -fuzztime $(FUZZTIME) ./plugin/multicluster/; \
 	$(NORACE) ./coredns/...;
 endef
 
