@@ -200,6 +200,14 @@ type informer struct {
 // 1.5 s.
 var watchBackoff = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Jitter: 0.5, Steps: 3, Cap: time.Second}
 
+// refusedBackoff is the wait after a list the API server answered with an
+// error (429 Too Many Requests, a 5xx): client-go's reflector's own
+// (NewReflectorWithOptions in tools/cache/reflector.go: 800 ms doubling to
+// 30 s, jitter 1.0), so that an API server too busy to serve is not asked
+// for whole lists every second by every replica. watchBackoff is for calls
+// that got no answer at all: an API server that is down, or restarting.
+var refusedBackoff = wait.Backoff{Duration: 800 * time.Millisecond, Factor: 2, Jitter: 1.0, Steps: 6, Cap: 30 * time.Second}
+
 // workingWatch is how long a ListAndWatch must have run for its end (the
 // API server ended the watch, or restarted) to be followed by a relist at
 // once; one that ended sooner is retried as a failure, so that an API
@@ -255,15 +263,23 @@ func (in *informer) listAndWatch(ctx context.Context, r *cache.Reflector) {
 }
 
 // relistPolicy decides how long to wait before the next ListAndWatch.
-type relistPolicy struct{ backoff *wait.Backoff }
+type relistPolicy struct{ backoff, refused *wait.Backoff }
 
 // next is the wait after a ListAndWatch that returned err after running
-// for ran: none after a watch that worked, else the next step of
-// watchBackoff, which a working watch starts again from its first.
+// for ran: none after a watch that worked; the next step of refusedBackoff
+// after an error the API server answered; else the next step of
+// watchBackoff. A working watch starts both again from their first.
 func (p *relistPolicy) next(err error, ran time.Duration) time.Duration {
 	if err == nil && ran >= workingWatch {
-		p.backoff = nil
+		p.backoff, p.refused = nil, nil
 		return 0
+	}
+	if err != nil && !isUnreachable(err) && !isUndecodable(err) {
+		if p.refused == nil {
+			b := refusedBackoff
+			p.refused = &b
+		}
+		return p.refused.Step()
 	}
 	if p.backoff == nil {
 		b := watchBackoff

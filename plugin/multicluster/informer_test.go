@@ -184,4 +184,25 @@ func TestRelistPolicy(t *testing.T) {
 	if d := p.next(failed, 0); !within(d, 250*time.Millisecond) {
 		t.Errorf("first failure after a working watch: wait %s, want the first step", d)
 	}
+
+	// An API server that answers, but with an error (too busy, failing),
+	// is asked again as client-go's reflector would: from 0.8 s doubling to
+	// 30 s, jittered up to as long again.
+	var busy relistPolicy
+	tooMany := apierrors.NewTooManyRequests("busy", 1)
+	last := time.Duration(0)
+	for i := range 8 {
+		d := busy.next(tooMany, time.Millisecond)
+		base := min(800*time.Millisecond<<i, 30*time.Second)
+		if d < base || d > 2*base {
+			t.Errorf("answered error %d: wait %s, want %s to %s", i+1, d, base, 2*base)
+		}
+		last = d
+	}
+	if last < 30*time.Second {
+		t.Errorf("after 8 answered errors: wait %s, want 30 s or more", last)
+	}
+	if d := busy.next(nil, workingWatch); d != 0 {
+		t.Errorf("after a working watch: wait %s, want none", d)
+	}
 }
