@@ -77,22 +77,8 @@ func FuzzHostileObjects(f *testing.F) {
 		for s := range int(slices) {
 			eps := make([]discovery.Endpoint, endpoints)
 			for i := range eps {
-				var host *string
-				switch hostMode % 5 {
-				case 0: // a name each
-					h := fmt.Sprintf("host-%d", i)
-					host = &h
-				case 1: // one name for all
-					h := "db-0"
-					host = &h
-				case 2: // names that read as addresses
-					h := fmt.Sprintf("10-1-%d-%d", i/250, i%250)
-					host = &h
-				case 3: // no names
-				case 4: // the same names and addresses in every slice
-					h := fmt.Sprintf("host-%d", i%10)
-					host = &h
-				}
+				// Mode 4: the same names and addresses in every slice.
+				host := fuzzHostname(hostMode, i, fmt.Sprintf("10-1-%d-%d", i/250, i%250))
 				octet := 10 + s
 				if hostMode%5 == 4 {
 					octet = 10
@@ -263,22 +249,7 @@ func FuzzHostileShapes(f *testing.F) {
 			v6 := mix&1 != 0 && s%2 == 1
 			eps := make([]discovery.Endpoint, endpoints)
 			for i := range eps {
-				var host *string
-				switch hostMode % 5 {
-				case 0: // a name each
-					h := fmt.Sprintf("host-%d", i)
-					host = &h
-				case 1: // one name for all
-					h := "db-0"
-					host = &h
-				case 2: // names that read as addresses
-					h := fmt.Sprintf("10-64-%d-%d", i/250, 1+i%250)
-					host = &h
-				case 3: // no names
-				case 4: // a few names, again and again
-					h := fmt.Sprintf("host-%d", i%10)
-					host = &h
-				}
+				host := fuzzHostname(hostMode, i, fmt.Sprintf("10-64-%d-%d", i/250, 1+i%250))
 				addrs := make([]string, perEndpoint)
 				for j := range addrs {
 					k := i*int(perEndpoint) + j
@@ -362,4 +333,24 @@ func FuzzHostileShapes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzHostname is the host name of endpoint i by mode (mod 5): a name each,
+// one name for all, a name that reads as an address (dashed), none, or a
+// few names again and again.
+func fuzzHostname(mode uint8, i int, dashed string) *string {
+	var h string
+	switch mode % 5 {
+	case 0:
+		h = fmt.Sprintf("host-%d", i)
+	case 1:
+		h = "db-0"
+	case 2:
+		h = dashed
+	case 3:
+		return nil
+	case 4:
+		h = fmt.Sprintf("host-%d", i%10)
+	}
+	return &h
 }
