@@ -113,13 +113,13 @@ func check(ctx context.Context, o *options, stdout io.Writer) (int, error) {
 // checkCRDs checks that the API server serves the ServiceImport and
 // ClusterProperty kinds, and returns the versions it serves of each.
 func checkCRDs(c *checker, kube kubeclient.Interface) (importVersions, propertyVersions []string) {
-	importVersions = servedVersions(kube, "multicluster.x-k8s.io", "serviceimports", "v1beta1", "v1alpha1")
+	importVersions = servedVersions(kube, "multicluster.x-k8s.io", "serviceimports", multicluster.APIVersions()...)
 	if len(importVersions) == 0 {
 		c.add(fail, "crd", "ServiceImport (serviceimports.multicluster.x-k8s.io) is not served: clusterset names answer SERVFAIL; apply manifests/crds")
 	} else {
 		c.add(ok, "crd", "ServiceImport served at %s (the plugin watches %s)", strings.Join(importVersions, ", "), importVersions[0])
 	}
-	propertyVersions = servedVersions(kube, "about.k8s.io", "clusterproperties", "v1beta1", "v1alpha1")
+	propertyVersions = servedVersions(kube, "about.k8s.io", "clusterproperties", multicluster.APIVersions()...)
 	if len(propertyVersions) == 0 {
 		c.add(warn, "crd", "ClusterProperty (clusterproperties.about.k8s.io) is not served: the local cluster id is unknown unless the Corefile sets cluster_id; apply manifests/crds")
 	} else {

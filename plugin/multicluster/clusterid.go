@@ -121,7 +121,7 @@ func (w *watcher) watchClusterID(ctx context.Context) {
 func (w *watcher) discoverClusterProperty(ctx context.Context) (string, bool) {
 	wait, logged := w.retry, false
 	for {
-		version, err := servedVersion(w.kube, aboutGroup, clusterPropertyResource, "v1beta1", "v1alpha1")
+		version, err := servedVersion(w.kube, aboutGroup, clusterPropertyResource, apiVersions...)
 		if err == nil {
 			return version, true
 		}

@@ -211,7 +211,7 @@ func (l *importObjectList) DeepCopyObject() runtime.Object {
 // as a clientset's scheme does.
 var importScheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, version := range []string{"v1beta1", "v1alpha1"} {
+	for _, version := range apiVersions {
 		gv := schema.GroupVersion{Group: mcsGroup, Version: version}
 		s.AddKnownTypeWithName(gv.WithKind("ServiceImport"), &importObject{})
 		s.AddKnownTypeWithName(gv.WithKind("ServiceImportList"), &importObjectList{})
@@ -231,7 +231,7 @@ type restImports struct {
 
 func newRESTImports(cfg *rest.Config) (*restImports, error) {
 	r := &restImports{clients: map[string]rest.Interface{}}
-	for _, version := range []string{"v1beta1", "v1alpha1"} {
+	for _, version := range apiVersions {
 		c := rest.CopyConfig(cfg)
 		c.GroupVersion = &schema.GroupVersion{Group: mcsGroup, Version: version}
 		c.APIPath = "/apis"

@@ -186,11 +186,16 @@ func discoveryAnswer(err error) error {
 	return err
 }
 
-var errCRDMissing = errors.New("the ServiceImport CRD (" + importResource + "." + mcsGroup + ") is not installed, or serves neither v1beta1 nor v1alpha1: apply manifests/crds")
+// apiVersions are the versions of the MCS APIs (multicluster.x-k8s.io's
+// ServiceImport, about.k8s.io's ClusterProperty) the plugin reads, the one
+// it prefers first: both have the same fields.
+var apiVersions = []string{"v1beta1", "v1alpha1"}
+
+var errCRDMissing = errors.New("the ServiceImport CRD (" + importResource + "." + mcsGroup + ") is not installed, or serves neither " + apiVersions[0] + " nor " + apiVersions[1] + ": apply manifests/crds")
 
 // servedImportVersion asks discovery which ServiceImport version is served.
 func servedImportVersion(kube kubernetes.Interface) (string, error) {
-	version, err := servedVersion(kube, mcsGroup, importResource, "v1beta1", "v1alpha1")
+	version, err := servedVersion(kube, mcsGroup, importResource, apiVersions...)
 	if errors.Is(err, errNotServed) {
 		return "", errCRDMissing
 	}

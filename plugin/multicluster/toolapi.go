@@ -30,6 +30,10 @@ import (
 // the kubernetes plugin of the same server block shares its Services, as in
 // OnStartup.
 
+// APIVersions are the versions of the MCS APIs (ServiceImport,
+// ClusterProperty) the plugin reads, the one it prefers first.
+func APIVersions() []string { return slices.Clone(apiVersions) }
+
 // ParseStanza parses a multicluster stanza, as the server does.
 func ParseStanza(c *caddy.Controller) (*Multicluster, error) { return parseCorefile(c) }
 
