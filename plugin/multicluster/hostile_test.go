@@ -209,6 +209,9 @@ func TestHostileAddressesEvent(t *testing.T) {
 	// Another namespace's slice changes while the import's flaps: each
 	// change waits for at most the flapping slice's own event.
 	stop, done := make(chan struct{}), make(chan struct{})
+	// flapped signals each of the attacker's events, so that every change
+	// of the other namespace's is made while one is under way.
+	flapped := make(chan struct{}, 1)
 	go func() {
 		defer close(done)
 		for {
@@ -217,6 +220,10 @@ func TestHostileAddressesEvent(t *testing.T) {
 				return
 			default:
 				event()
+				select {
+				case flapped <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}()
@@ -231,7 +238,11 @@ func TestHostileAddressesEvent(t *testing.T) {
 		start := time.Now()
 		m.sources.setSlice(spec)
 		waits = append(waits, time.Since(start))
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-flapped:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the flapping slice made no event within 10 s")
+		}
 	}
 	close(stop)
 	<-done
