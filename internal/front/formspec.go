@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // FormSpec is how a form of the configuration is written, applied,
@@ -167,11 +169,7 @@ var (
 		// Applied, the printed ConfigMap replaces stubDomains whole: it
 		// holds the stub domains the cluster has, kept.
 		Render: func(o Options, _ []Server, live Live) (string, error) {
-			existing, err := parseStubs(live.Target)
-			if err != nil {
-				return "", err
-			}
-			cm, err := StubDomains(o, existing)
+			cm, err := stubDomainsOf(o, live)
 			if err != nil {
 				return "", err
 			}
@@ -185,11 +183,7 @@ var (
 			return "stubDomains: " + stubs + "\n", nil
 		},
 		Apply: func(o Options, _ []Server, live Live) (string, error) {
-			existing, err := parseStubs(live.Target)
-			if err != nil {
-				return "", err
-			}
-			cm, err := StubDomains(o, existing)
+			cm, err := stubDomainsOf(o, live)
 			if err != nil {
 				return "", err
 			}
@@ -292,4 +286,14 @@ func (r *Info) servers(o Options) ([]Server, error) {
 		o.KubernetesOptions = r.OwnOptions
 	}
 	return o.Servers()
+}
+
+// stubDomainsOf is kube-dns's ConfigMap with coredns-mcs's stub domains
+// added to those live's holds.
+func stubDomainsOf(o Options, live Live) (*corev1.ConfigMap, error) {
+	existing, err := parseStubs(live.Target)
+	if err != nil {
+		return nil, err
+	}
+	return StubDomains(o, existing)
 }
