@@ -68,21 +68,25 @@ func (m *Multicluster) udpSize(w dns.ResponseWriter, r *dns.Msg) (int, bool) {
 	return min(size, m.maxUDPSize), true
 }
 
-// fitUDP cuts resp, the plugin's reply to r, to udpSize over UDP, setting
-// TC when it cuts. The server cuts every reply to the buffer the request
-// advertises (CoreDNS's ScrubWriter); lowering that buffer in r, as the
-// bufsize plugin does, is not enough, since a plugin before this one may
-// pass on a copy of the request (cache does). So the reply is cut here,
-// with the OPT record the server would add, which then advertises the
-// plugin's size.
+// fitUDP cuts resp, the plugin's reply to r, to maxUDPSize over UDP when
+// the client advertises a larger buffer, setting TC when it cuts. The
+// server cuts every reply to the buffer the request advertises (CoreDNS's
+// ScrubWriter); lowering that buffer in r, as the bufsize plugin does, is
+// not enough, since a plugin before this one may pass on a copy of the
+// request (cache does). So the reply is cut here, with the OPT record the
+// server would add, which then advertises the plugin's size.
 func (m *Multicluster) fitUDP(w dns.ResponseWriter, r *dns.Msg, resp *dns.Msg) {
-	size, udp := m.udpSize(w, r)
-	if !udp {
+	if _, udp := w.RemoteAddr().(*net.UDPAddr); !udp {
 		return
 	}
-	if opt := r.IsEdns0(); opt != nil && int(opt.UDPSize()) > size {
-		opt.SetUDPSize(uint16(size)) // #nosec G115 -- at most maxUDPSize, a uint16
+	opt := r.IsEdns0()
+	if opt == nil || int(opt.UDPSize()) <= m.maxUDPSize {
+		// The client's buffer is the smaller: the server's own cut of
+		// every reply to it is this one.
+		return
 	}
+	opt.SetUDPSize(uint16(m.maxUDPSize)) // #nosec G115 -- at most 65535
+	size := m.maxUDPSize
 	state := corerequest.Request{W: w, Req: r}
 	state.SizeAndDo(resp)
 	resp.Truncate(size)
