@@ -13,15 +13,24 @@
 //     (pods, search-path expansions such as example.com.cluster.local) stays
 //     in the front's own block;
 //   - every forward lists a stand-in after the standalone server, with the
-//     sequential policy: a server block of the front's own on loopback that
-//     answers NXDOMAIN, which is what the front alone answers for every name
-//     it forwards (its kubernetes plugin found nothing). When the standalone
-//     server refuses, or does not answer within the read timeout, forward
-//     asks the stand-in in the same query; after two failed health checks
-//     (about two seconds) it skips the standalone server until one succeeds.
-//     Import names answer NXDOMAIN meanwhile, with a TTL of 0 that no cache
-//     holds, so they answer again as soon as the standalone server does:
-//     never a SERVFAIL, which stops musl's search-path walk (Alpine images).
+//     sequential policy: a server block of the front's own on loopback.
+//     forward asks it when the standalone server refuses or does not
+//     answer within the read timeout, and skips the standalone server once
+//     two health checks have failed (about 2.5 s), until one succeeds.
+//     What the stand-in answers depends on whether a search path runs
+//     through the zone:
+//   - in cluster.local it answers NXDOMAIN, what the front alone answers
+//     for every name it forwards (its kubernetes plugin found nothing), so
+//     that a pod's search-path walk goes on: a SERVFAIL stops musl's. Only
+//     time tells a slow standalone server from a hung one there, so the
+//     read timeout (DefaultReadTimeout) is set as long as a hang may cost
+//     a lookup, a few hundred times what the server takes;
+//   - in the clusterset zone and the reverse zones, which no search path
+//     ends in, it answers SERVFAIL: an import is never told it does not
+//     exist because coredns-mcs was slow or away, and the read timeout
+//     (DefaultClustersetReadTimeout) is a client's own.
+//     Neither answer is cached (TTL 0; servfail 0), so names answer again
+//     as soon as the standalone server does.
 //
 // Servers builds those server blocks in the coredns Helm chart's form
 // (servers[]: zones, port, plugins of name, parameters, configBlock), from
@@ -51,11 +60,20 @@ const (
 	// inside the front's pods (CoreDNS uses 53, 8080, 8181 and 9153).
 	DefaultStandInPort = 5301
 	// DefaultReadTimeout is how long the front waits for the standalone
-	// server before it asks the stand-in. The standalone server answers
-	// from memory, a network hop away (about a millisecond); while it hangs,
-	// every name the front forwards costs this much until the health
-	// checks mark it down, so it bounds the latency a hang adds.
-	DefaultReadTimeout = 20 * time.Millisecond
+	// server in cluster.local before it asks the stand-in (NXDOMAIN). The
+	// standalone server answers from memory, a hop away, in about a
+	// millisecond (40 ms at most seen at a load of 12 on 2 cores); while it
+	// hangs, a forwarded name costs this much until the health checks mark
+	// it down, and a pod's lookup of an external name with three or four
+	// dots forwards two of its search-path expansions: 2 x 120 ms keeps a
+	// lookup under 300 ms.
+	DefaultReadTimeout = 120 * time.Millisecond
+	// DefaultClustersetReadTimeout is how long the front waits in the
+	// clusterset zone and the reverse zones before it asks the stand-in
+	// (SERVFAIL): the time-out of a client with "options timeout:1", the
+	// shortest in use, so that a standalone server that answers before any
+	// client gives up is heard.
+	DefaultClustersetReadTimeout = time.Second
 	// StandInTTL is the TTL (and SOA minimum) of the stand-in's NXDOMAIN:
 	// none, so that nobody holds it. The added blocks' caches keep no
 	// denial below its TTL (denial MINTTL 0; a response of TTL 0 is never
@@ -69,6 +87,10 @@ const (
 	// default capacity (10000) and TTL cap (30, the blocks' cache TTL), and
 	// a least TTL of 0 instead of 5 s.
 	denialCache = "denial 10000 30 0"
+	// noServfailCache keeps the added blocks' caches from holding a
+	// SERVFAIL (the cache plugin's default is 5 s), so that a clusterset
+	// name answers again at the next query once coredns-mcs is back.
+	noServfailCache = "servfail 0"
 )
 
 // Options describe the cluster at hand.
@@ -91,8 +113,12 @@ type Options struct {
 	KubernetesOptions []string
 	// StandInPort is the stand-in's port on 127.0.0.1.
 	StandInPort int
-	// ReadTimeout is forward's read_timeout for the standalone server.
+	// ReadTimeout is forward's read_timeout for the standalone server in
+	// the cluster domain.
 	ReadTimeout time.Duration
+	// ClustersetReadTimeout is forward's read_timeout for the standalone
+	// server in the clusterset zone and the reverse zones.
+	ClustersetReadTimeout time.Duration
 	// MetricsAddress is the prometheus plugin's address in the front's
 	// Corefile (":9153"; the coredns chart's default "0.0.0.0:9153").
 	MetricsAddress string
@@ -178,6 +204,9 @@ func (o Options) withDefaults() Options {
 	if o.ReadTimeout == 0 {
 		o.ReadTimeout = DefaultReadTimeout
 	}
+	if o.ClustersetReadTimeout == 0 {
+		o.ClustersetReadTimeout = DefaultClustersetReadTimeout
+	}
 	if o.MetricsAddress == "" {
 		o.MetricsAddress = ":9153"
 	}
@@ -233,8 +262,10 @@ func (o Options) validate() error {
 	if o.StandInPort < 1 || o.StandInPort > 65535 || o.StandInPort == 53 {
 		return fmt.Errorf("stand-in port %d: want 1 to 65535, not 53", o.StandInPort)
 	}
-	if o.ReadTimeout < time.Millisecond {
-		return fmt.Errorf("read timeout %s: want 1ms or more", o.ReadTimeout)
+	for _, d := range []time.Duration{o.ReadTimeout, o.ClustersetReadTimeout} {
+		if d < time.Millisecond {
+			return fmt.Errorf("read timeout %s: want 1ms or more", d)
+		}
 	}
 	if o.CoreDNSVersion != "" {
 		v, ok := parseVersion(o.CoreDNSVersion)
@@ -295,14 +326,12 @@ func (o Options) Servers() ([]Server, error) {
 	// The health checks ask the clusterset zone's NS, which the standalone
 	// server answers (its apex), rather than ". NS", which it has no
 	// plugin for and would log as an error.
-	forwardOptions := []string{"policy sequential", "max_fails 1", "health_check 0.5s domain " + o.ClustersetZone + "."}
-	if o.UsesReadTimeout() {
-		forwardOptions = append(forwardOptions, "read_timeout "+o.ReadTimeout.String())
-	}
-	forward := Plugin{
-		Name:        "forward",
-		Parameters:  ". " + o.Standalone + " " + standIn,
-		ConfigBlock: strings.Join(forwardOptions, "\n"),
+	forwardTo := func(readTimeout time.Duration) Plugin {
+		opts := []string{"policy sequential", "max_fails 1", "health_check 0.5s domain " + o.ClustersetZone + "."}
+		if o.UsesReadTimeout() {
+			opts = append(opts, "read_timeout "+readTimeout.String())
+		}
+		return Plugin{Name: "forward", Parameters: ". " + o.Standalone + " " + standIn, ConfigBlock: strings.Join(opts, "\n")}
 	}
 	errorsPlugin := Plugin{Name: "errors"}
 	prometheus := Plugin{Name: "prometheus", Parameters: o.MetricsAddress}
@@ -316,24 +345,26 @@ func (o Options) Servers() ([]Server, error) {
 			{Name: "view", Parameters: "multicluster", ConfigBlock: "expr name() matches '" + ServiceNamePattern(o.ClusterDomain) + "'"},
 			{Name: "kubernetes", Parameters: o.ClusterDomain, ConfigBlock: strings.Join(kubernetes, "\n")},
 			prometheus,
-			forward,
+			forwardTo(o.ReadTimeout),
 			// Local names keep the front's own caching (kubeadm's does not
 			// cache cluster.local); misses of coredns-mcs are cached, so a
 			// pod's search path costs the hop once per negative TTL, and
 			// the stand-in's are not (StandInTTL).
-			{Name: "cache", Parameters: "30", ConfigBlock: "disable success " + o.ClusterDomain + "\n" + denialCache},
+			{Name: "cache", Parameters: "30", ConfigBlock: "disable success " + o.ClusterDomain + "\n" + denialCache + "\n" + noServfailCache},
 		},
 	}}
 	for _, z := range append([]string{o.ClustersetZone}, reverse...) {
 		servers = append(servers, Server{
 			Zones:   []Zone{{z + "."}},
 			Port:    53,
-			Plugins: []Plugin{errorsPlugin, prometheus, forward, {Name: "cache", Parameters: "30", ConfigBlock: denialCache}},
+			Plugins: []Plugin{errorsPlugin, prometheus, forwardTo(o.ClustersetReadTimeout), {Name: "cache", Parameters: "30", ConfigBlock: denialCache + "\n" + noServfailCache}},
 		})
 	}
 	standInZones := []Zone{{o.ClusterDomain + "."}, {o.ClustersetZone + "."}}
+	unknown := []string{o.ClustersetZone + "."}
 	for _, z := range reverse {
 		standInZones = append(standInZones, Zone{z + "."})
+		unknown = append(unknown, z+".")
 	}
 	servers = append(servers, Server{
 		Zones: standInZones,
@@ -341,10 +372,11 @@ func (o Options) Servers() ([]Server, error) {
 		Plugins: []Plugin{
 			{Name: "bind", Parameters: "127.0.0.1"},
 			prometheus,
-			{Name: "template", Parameters: "ANY ANY", ConfigBlock: strings.Join([]string{
+			{Name: "template", Parameters: "ANY ANY " + o.ClusterDomain + ".", ConfigBlock: strings.Join([]string{
 				"rcode NXDOMAIN",
 				fmt.Sprintf(`authority "{{ .Zone }} %d IN SOA ns.dns.{{ .Zone }} hostmaster.{{ .Zone }} 1 7200 1800 86400 %d"`, StandInTTL, StandInTTL),
 			}, "\n")},
+			{Name: "template", Parameters: "ANY ANY " + strings.Join(unknown, " "), ConfigBlock: "rcode SERVFAIL"},
 		},
 	})
 	return servers, nil

@@ -76,15 +76,19 @@ func TestServers(t *testing.T) {
 	}
 	corefile := Corefile(servers)
 	for _, want := range []string{
-		"forward . 10.96.143.7 127.0.0.1:5301 {\n        policy sequential\n        max_fails 1\n        health_check 0.5s domain clusterset.local.\n        read_timeout 20ms\n    }",
+		"forward . 10.96.143.7 127.0.0.1:5301 {\n        policy sequential\n        max_fails 1\n        health_check 0.5s domain clusterset.local.\n        read_timeout 120ms\n    }",
+		"forward . 10.96.143.7 127.0.0.1:5301 {\n        policy sequential\n        max_fails 1\n        health_check 0.5s domain clusterset.local.\n        read_timeout 1s\n    }",
 		"kubernetes cluster.local {\n        pods insecure\n        ttl 30\n        fallthrough cluster.local\n    }",
 		"    bind 127.0.0.1\n",
-		"rcode NXDOMAIN",
+		// The stand-in: NXDOMAIN in cluster.local, where a search path
+		// runs; SERVFAIL in the zones no search path ends in.
+		"template ANY ANY cluster.local. {\n        rcode NXDOMAIN\n",
+		"template ANY ANY clusterset.local. 42.10.in-addr.arpa. {\n        rcode SERVFAIL\n    }",
 		// The stand-in's answer is never cached: TTL 0, and no least
-		// denial TTL in the forwarding blocks' caches.
+		// denial TTL in the forwarding blocks' caches; no SERVFAIL kept.
 		`authority "{{ .Zone }} 0 IN SOA ns.dns.{{ .Zone }} hostmaster.{{ .Zone }} 1 7200 1800 86400 0"`,
-		"cache 30 {\n        disable success cluster.local\n        denial 10000 30 0\n    }",
-		"cache 30 {\n        denial 10000 30 0\n    }",
+		"cache 30 {\n        disable success cluster.local\n        denial 10000 30 0\n        servfail 0\n    }",
+		"cache 30 {\n        denial 10000 30 0\n        servfail 0\n    }",
 	} {
 		if !strings.Contains(corefile, want) {
 			t.Errorf("the Corefile lacks %q:\n%s", want, corefile)
@@ -97,15 +101,16 @@ func TestServers(t *testing.T) {
 
 func TestOptionsRefused(t *testing.T) {
 	for name, o := range map[string]Options{
-		"no address":      {},
-		"a name":          {Standalone: "coredns-mcs.kube-system.svc"},
-		"bad port":        {Standalone: "10.96.0.1:0"},
-		"bad range":       {Standalone: "10.96.0.1", ReverseCIDRs: []string{"10.42.0.0/33"}},
-		"same zones":      {Standalone: "10.96.0.1", ClusterDomain: "a.local", ClustersetZone: "a.local."},
-		"stand-in on 53":  {Standalone: "10.96.0.1", StandInPort: 53},
-		"tiny timeout":    {Standalone: "10.96.0.1", ReadTimeout: time.Microsecond},
-		"own fallthrough": {Standalone: "10.96.0.1", KubernetesOptions: []string{"fallthrough in-addr.arpa"}},
-		"bad domain":      {Standalone: "10.96.0.1", ClusterDomain: "a..b"},
+		"no address":              {},
+		"a name":                  {Standalone: "coredns-mcs.kube-system.svc"},
+		"bad port":                {Standalone: "10.96.0.1:0"},
+		"bad range":               {Standalone: "10.96.0.1", ReverseCIDRs: []string{"10.42.0.0/33"}},
+		"same zones":              {Standalone: "10.96.0.1", ClusterDomain: "a.local", ClustersetZone: "a.local."},
+		"stand-in on 53":          {Standalone: "10.96.0.1", StandInPort: 53},
+		"tiny timeout":            {Standalone: "10.96.0.1", ReadTimeout: time.Microsecond},
+		"tiny clusterset timeout": {Standalone: "10.96.0.1", ClustersetReadTimeout: time.Microsecond},
+		"own fallthrough":         {Standalone: "10.96.0.1", KubernetesOptions: []string{"fallthrough in-addr.arpa"}},
+		"bad domain":              {Standalone: "10.96.0.1", ClusterDomain: "a..b"},
 	} {
 		if _, err := o.Servers(); err == nil {
 			t.Errorf("%s: accepted", name)

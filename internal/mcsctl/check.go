@@ -286,7 +286,8 @@ func printLines(lines []Line, output string, stdout io.Writer) (int, error) {
 
 // checkReady checks that the standalone server has a ready pod: without
 // one every name the front forwards goes to its stand-in, so imports
-// answer NXDOMAIN, whatever the rest of the setup says.
+// answer NXDOMAIN in cluster.local and SERVFAIL in clusterset.local,
+// whatever the rest of the setup says.
 func checkReady(c *checker, name string, dep *appsv1.Deployment) {
 	want := int32(1)
 	if dep.Spec.Replicas != nil {
@@ -295,9 +296,9 @@ func checkReady(c *checker, name string, dep *appsv1.Deployment) {
 	ready := dep.Status.ReadyReplicas
 	switch {
 	case want == 0:
-		c.add(fail, "ready", "Deployment %s is scaled to 0: the front answers every forwarded name with its stand-in's NXDOMAIN, imports included; kubectl -n %s scale deployment %s --replicas 2", name, dep.Namespace, dep.Name)
+		c.add(fail, "ready", "Deployment %s is scaled to 0: the front answers every forwarded name with its stand-in (imports: NXDOMAIN in cluster.local, SERVFAIL in clusterset.local); kubectl -n %s scale deployment %s --replicas 2", name, dep.Namespace, dep.Name)
 	case ready == 0:
-		c.add(fail, "ready", "Deployment %s has 0 of %d pods ready: the front answers every forwarded name with its stand-in's NXDOMAIN, imports included; kubectl -n %s describe deployment %s", name, want, dep.Namespace, dep.Name)
+		c.add(fail, "ready", "Deployment %s has 0 of %d pods ready: the front answers every forwarded name with its stand-in (imports: NXDOMAIN in cluster.local, SERVFAIL in clusterset.local); kubectl -n %s describe deployment %s", name, want, dep.Namespace, dep.Name)
 	case ready < want:
 		c.add(warn, "ready", "Deployment %s has %d of %d pods ready: a pod less to fail over to", name, ready, want)
 	default:

@@ -153,11 +153,11 @@ func frontReview(ctx context.Context, c *checker, kube kubeclient.Interface, l l
 	}
 	switch {
 	case standIn == nil:
-		c.add(fail, "front", "%s: no stand-in block (127.0.0.1:%d, template NXDOMAIN): while coredns-mcs is down or hung, forwarded names answer SERVFAIL instead of the front's own NXDOMAIN; %s", fc.source, front.DefaultStandInPort, fix)
+		c.add(fail, "front", "%s: no stand-in block (127.0.0.1:%d, template NXDOMAIN in the cluster domain): while coredns-mcs is down or hung, forwarded names of the cluster domain answer SERVFAIL instead of the front's own NXDOMAIN, which stops a pod's search path; %s", fc.source, front.DefaultStandInPort, fix)
 	case len(noStandIn) > 0 || !standIns["127.0.0.1:"+strconv.Itoa(portOf(*standIn))]:
 		c.add(fail, "front", "%s: the stand-in block %s is not the second address of every forward (%s): %s", fc.source, strings.Join(standIn.Keys, " "), few(noStandIn), fix)
 	default:
-		c.add(ok, "front", "%s: stand-in %s answers NXDOMAIN while coredns-mcs does not answer", fc.source, strings.Join(standIn.Keys, " "))
+		c.add(ok, "front", "%s: stand-in %s answers while coredns-mcs does not (NXDOMAIN in the cluster domain, SERVFAIL in the clusterset and reverse zones)", fc.source, strings.Join(standIn.Keys, " "))
 	}
 
 	// prometheus in every added block: the front's metrics count them.

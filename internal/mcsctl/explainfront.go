@@ -148,7 +148,14 @@ func explainFront(ctx context.Context, kube kubeclient.Interface, l layout, r *d
 		fr.Forwarded = true
 		standIn := ""
 		if len(to) > 1 {
-			standIn = fmt.Sprintf(" (then the stand-in %s, when it does not answer within %s: NXDOMAIN)", strings.Join(to[1:], " "), forwardReadTimeout(*b))
+			// kubectl mcs front's stand-in answers NXDOMAIN in the cluster
+			// domain (the block with the front's kubernetes plugin), where
+			// a search path runs, and SERVFAIL elsewhere.
+			answer := "SERVFAIL"
+			if _, _, has := stanza(*b, "kubernetes"); has {
+				answer = "NXDOMAIN"
+			}
+			standIn = fmt.Sprintf(" (then the stand-in %s, when it does not answer within %s: %s)", strings.Join(to[1:], " "), forwardReadTimeout(*b), answer)
 		}
 		say("forwarded to the standalone Service %s at its ClusterIP %s%s", l.serviceName(), ip, standIn)
 	case added:

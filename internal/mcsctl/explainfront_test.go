@@ -55,10 +55,11 @@ func TestTakeBlock(t *testing.T) {
 // a CoreDNS without it.
 func TestForwardReadTimeout(t *testing.T) {
 	for _, c := range []struct {
-		version, want string
+		version, name, want string
 	}{
-		{"1.14.6", "20ms"},
-		{"1.14.4", "2s"},
+		{"1.14.6", "cart.shop.svc.clusterset.local.", "1s"},
+		{"1.14.6", "cart.shop.svc.cluster.local.", "120ms"},
+		{"1.14.4", "cart.shop.svc.clusterset.local.", "2s"},
 	} {
 		servers, err := front.Options{Standalone: "10.96.0.53", CoreDNSVersion: c.version}.Servers()
 		if err != nil {
@@ -68,12 +69,12 @@ func TestForwardReadTimeout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, _ := takeBlock(blocks, "cart.shop.svc.clusterset.local.")
+		b, _ := takeBlock(blocks, c.name)
 		if b == nil {
-			t.Fatalf("CoreDNS %s: no block takes the clusterset name", c.version)
+			t.Fatalf("CoreDNS %s: no block takes %s", c.version, c.name)
 		}
 		if got := forwardReadTimeout(*b); got != c.want {
-			t.Errorf("CoreDNS %s: read timeout %s, want %s", c.version, got, c.want)
+			t.Errorf("CoreDNS %s, %s: read timeout %s, want %s", c.version, c.name, got, c.want)
 		}
 	}
 }

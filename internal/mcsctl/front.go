@@ -29,9 +29,11 @@ type frontOptions struct {
 	cidrs         stringList
 	clusterDomain string
 	readTimeout   time.Duration
-	version       string
-	apply         bool
-	remove        bool
+	// clustersetReadTimeout: the same in the clusterset and reverse zones.
+	clustersetReadTimeout time.Duration
+	version               string
+	apply                 bool
+	remove                bool
 }
 
 type stringList []string
@@ -44,7 +46,8 @@ func (f *frontOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&f.standalone, "standalone-service", "kube-system/coredns-mcs", "NAMESPACE/NAME of the standalone coredns-mcs Service")
 	fs.Var(&f.cidrs, "clusterset-cidr", "a ClusterSetIP range whose PTR coredns-mcs answers (repeat for several)")
 	fs.StringVar(&f.clusterDomain, "cluster-domain", front.DefaultClusterDomain, "the cluster's DNS domain")
-	fs.DurationVar(&f.readTimeout, "read-timeout", front.DefaultReadTimeout, "how long the cluster DNS waits for coredns-mcs before answering NXDOMAIN itself")
+	fs.DurationVar(&f.readTimeout, "read-timeout", front.DefaultReadTimeout, "how long the cluster DNS waits for coredns-mcs in the cluster domain before answering NXDOMAIN itself")
+	fs.DurationVar(&f.clustersetReadTimeout, "clusterset-read-timeout", front.DefaultClustersetReadTimeout, "how long the cluster DNS waits for coredns-mcs in the clusterset and reverse zones before answering SERVFAIL itself")
 	fs.StringVar(&f.version, "coredns-version", "", "the cluster DNS's CoreDNS version, e.g. 1.12.1 (default: read from its image tag)")
 	fs.BoolVar(&f.apply, "apply", false, "apply the configuration instead of printing it")
 	fs.BoolVar(&f.remove, "remove", false, "the configuration without coredns-mcs: what removes it")
@@ -89,7 +92,7 @@ func runFront(ctx context.Context, kube kubeclient.Interface, dyn dynamic.Interf
 	if err != nil {
 		return 1, err
 	}
-	opts := front.Options{ClusterDomain: f.clusterDomain, ReverseCIDRs: f.cidrs, ReadTimeout: f.readTimeout}
+	opts := front.Options{ClusterDomain: f.clusterDomain, ReverseCIDRs: f.cidrs, ReadTimeout: f.readTimeout, ClustersetReadTimeout: f.clustersetReadTimeout}
 	if !f.remove {
 		if opts.Standalone, err = standaloneAddress(ctx, kube, f.standalone); err != nil {
 			return 1, err

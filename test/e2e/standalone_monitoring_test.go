@@ -108,19 +108,11 @@ func TestStandaloneAlertsWithPrometheus(t *testing.T) {
 			t.Errorf("healthy, yet %s is pending or firing", a)
 		}
 	}
-	// The front waits 20 ms for coredns-mcs (docs/platforms.md): on a
-	// starved machine a query it answers later gets the stand-in's
-	// NXDOMAIN. That is the documented bound, as in test/swap and
-	// TestFrontAtShippedVersions: one alone, never two in a row, at most
-	// one in maxUpMisses.
-	healthy, inARow := traffic.snapshot(), traffic.longestFailedRun()
-	total := 0
-	for _, n := range healthy {
-		total += n
-	}
-	if healthy[dns.RcodeSuccess] == 0 || len(healthy) > 2 || (len(healthy) == 2 && healthy[dns.RcodeNameError] == 0) ||
-		inARow > 1 || healthy[dns.RcodeNameError]*maxUpMisses > total {
-		t.Errorf("healthy: answers by rcode %v, %d failed in a row; want NOERROR, and at most one NXDOMAIN in %d, never two in a row", healthy, inARow, maxUpMisses)
+	// A slow coredns-mcs is never an unknown name (docs/platforms.md):
+	// while it is up, every import answers.
+	healthy := traffic.snapshot()
+	if healthy[dns.RcodeSuccess] == 0 || len(healthy) > 1 {
+		t.Errorf("healthy: answers by rcode %v; want NOERROR alone", healthy)
 	}
 	// The stand-in's series may also count the lookups of the set-up
 	// above (expectAddresses asks again until coredns-mcs answers in
@@ -128,7 +120,7 @@ func TestStandaloneAlertsWithPrometheus(t *testing.T) {
 	if n, err := prom.query(`coredns_dns_requests_total{job="coredns",server="dns://127.0.0.1:5301"}`); err != nil {
 		t.Errorf("the stand-in's requests: %v", err)
 	} else if n != 0 {
-		t.Logf("healthy: the stand-in has answered %d series of requests, the set-up's or the bounded misses above", n)
+		t.Logf("healthy: the stand-in has answered %d series of requests, the set-up's", n)
 	}
 	checkDashboard(t, prom, "../../docs/dashboards/coredns-mcs.json", "coredns|coredns-mcs",
 		[]string{"Caches synced", "Objects in the cache", "Requests by zone kind and outcome", "Requests by server and zone", "Targets up by job", "Answers of the front's stand-in (coredns-mcs standalone unreachable)"})
@@ -199,8 +191,6 @@ func expectStandIn(t *testing.T, front *server, name string, within time.Duratio
 type traffic struct {
 	mu     sync.Mutex
 	counts map[int]int
-	// failedInARow is the longest run of answers other than NOERROR.
-	run, failedInARow int
 }
 
 func startTraffic(t *testing.T, addr string, names []string) *traffic {
@@ -225,25 +215,11 @@ func startTraffic(t *testing.T, addr string, names []string) *traffic {
 			}
 			tr.mu.Lock()
 			tr.counts[rcode]++
-			if rcode == dns.RcodeSuccess {
-				tr.run = 0
-			} else {
-				tr.run++
-				tr.failedInARow = max(tr.failedInARow, tr.run)
-			}
 			tr.mu.Unlock()
 		}
 	}()
 	t.Cleanup(func() { close(quit); <-done })
 	return tr
-}
-
-// longestFailedRun returns the longest run of answers other than NOERROR
-// so far.
-func (tr *traffic) longestFailedRun() int {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	return tr.failedInARow
 }
 
 // snapshot returns the counts so far.

@@ -215,8 +215,10 @@ func TestFrontPerPlatform(t *testing.T) {
 			t.Errorf("kubeadm's own block changed:\n%s", applied)
 		}
 		p.expectForwarding(t, "the applied Corefile", applied)
-		// kubeadm's CoreDNS has forward's read_timeout (1.14.5 on).
-		if !strings.Contains(errOut, "# CoreDNS version: "+front.KubeadmCoreDNSVersion+" (image ") || strings.Count(applied, "read_timeout 20ms") != 3 {
+		// kubeadm's CoreDNS has forward's read_timeout (1.14.5 on):
+		// 120ms in cluster.local, 1s in clusterset.local and the reverse
+		// zone.
+		if !strings.Contains(errOut, "# CoreDNS version: "+front.KubeadmCoreDNSVersion+" (image ") || strings.Count(applied, "read_timeout 120ms") != 1 || strings.Count(applied, "read_timeout 1s") != 2 {
 			t.Errorf("CoreDNS %s, read from its image, takes read_timeout:\n%s\n%s", front.KubeadmCoreDNSVersion, errOut, applied)
 		}
 		// kubeadm's stanza options, read from the cluster's Corefile.

@@ -224,7 +224,7 @@ func (c *cluster) expectCheckPasses(t *testing.T, want ...string) {
 	t.Helper()
 	code, out, errOut := c.kubectlMCS(t, "check")
 	t.Logf("kubectl mcs check:\n%s%s", out, errOut)
-	if code != 0 || strings.Contains(out, "FAIL") {
+	if code != 0 || strings.Contains("\n"+out, "\nFAIL ") {
 		t.Fatalf("exit %d on a correct setup", code)
 	}
 	for _, line := range want {

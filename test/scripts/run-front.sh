@@ -82,12 +82,13 @@ controls() {
     "kill -USR1 $$" "start it again, once stopped"
 }
 if [ -n "$read_timeout" ]; then
-  hung="import names answer NXDOMAIN within forward's read_timeout ($read_timeout), then at once once two
-  health checks have failed (about 2 s); they answer again within a health check (0.5 s) of resuming."
+  hung="cluster.local import names answer NXDOMAIN within forward's read_timeout ($read_timeout; clusterset
+  names SERVFAIL within 1s), then at once once two health checks have failed (about 2.5 s); they answer
+  again within a health check (0.5 s) of resuming."
 else
   hung="CoreDNS $version has no forward read_timeout (it came in 1.14.5): for the first seconds of a hang,
-  each import name costs about 2 s (forward's fixed read timeout) before its NXDOMAIN, then NXDOMAIN at
-  once once two health checks have failed (docs/platforms.md, \"Never worse than the cluster DNS alone\")."
+  each import name costs about 2 s (forward's fixed read timeout) before its NXDOMAIN (clusterset names:
+  SERVFAIL), then at once once two health checks have failed (docs/platforms.md, \"Never worse than the cluster DNS alone\")."
 fi
 
 cat >&2 <<MSG
@@ -121,7 +122,8 @@ controls
 cat >&2 <<MSG
 
 What to expect: external and local names answer as before, whatever the standalone server does; only
-import and clusterset names need it. Stopped, they answer NXDOMAIN at once (TTL 0, which nothing caches). Hung,
+import and clusterset names need it. Stopped, cluster.local import names answer NXDOMAIN at once (TTL 0, which
+nothing caches) and clusterset names SERVFAIL (never NXDOMAIN: an import is not told it does not exist). Hung,
   $hung
 
 PIDs: front $front_pid, standalone $standalone_pid, API server $cluster_pid (localcluster), this script $$.
