@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +16,7 @@ import (
 	"github.com/miekg/dns"
 
 	mcsfront "github.com/coredns-mcs/coredns-mcs/internal/front"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
@@ -74,7 +73,7 @@ func TestFrontSlowIsNeverNXDOMAIN(t *testing.T) {
 		names := []string{"remote." + ns + ".svc.cluster.local.", "remote." + ns + ".svc.clusterset.local."}
 		waitAnswers(t, front.addr, names, importIP)
 
-		stopLoad := busyCores(t)
+		stopLoad := harness.BusyCores(t)
 		busy := askUnderLoad(t, front.addr, names, importIP, slowFrontLookups)
 		stopLoad()
 
@@ -137,34 +136,6 @@ func answerIPs(r *dns.Msg) []string {
 		}
 	}
 	return ips
-}
-
-// busyLoopsPerCore is how many busy loops a core busyCores starts: a load
-// of 12 on 2 cores, as a node's parallel builds make it.
-const busyLoopsPerCore = 6
-
-// busyCores starts busyLoopsPerCore busy loops a core, in processes of
-// their own, as other work on a node would be, and returns what stops
-// them.
-func busyCores(t *testing.T) func() {
-	t.Helper()
-	var procs []*exec.Cmd
-	stop := func() {
-		for _, p := range procs {
-			_ = p.Process.Kill()
-			_ = p.Wait()
-		}
-		procs = nil
-	}
-	t.Cleanup(stop)
-	for range busyLoopsPerCore * runtime.NumCPU() {
-		p := exec.Command("sh", "-c", "while :; do :; done")
-		if err := p.Start(); err != nil {
-			t.Fatal(err)
-		}
-		procs = append(procs, p)
-	}
-	return stop
 }
 
 // loadStats is what askUnderLoad saw.

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/front"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/node"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
@@ -429,8 +430,11 @@ func (s *scenario) standaloneOutages(r *resolvers, webIP string, stock digResult
 		r.waitUntil(c.start + least)
 	}
 
-	c := begin("up", false)
+	// Up, on busy cores: a slow coredns-mcs is never an unknown name.
+	c := begin("up, busy cores", false)
+	stopBusy := harness.BusyCores(t)
 	r.waitUntil(c.start + least)
+	stopBusy()
 
 	c = begin("scaled to 0", true)
 	s.kubectl("-n", "kube-system", "scale", "deploy/coredns-mcs", "--replicas=0")

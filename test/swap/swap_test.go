@@ -7,7 +7,9 @@
 package swap
 
 import (
+	"cmp"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,20 +19,23 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/internal/testbin"
 )
 
+var (
+	// stockVersion is the stock CoreDNS of the cluster DNS: the version k3s
+	// v1.35.6 ships (internal/front's table), without forward's
+	// read_timeout (1.14.5 on), as every k3s, EKS and AKS version of the
+	// table: the standalone server's outages are run where they cost most.
+	// SWAP_STOCK_VERSION runs another (v1.14.6: kubeadm 1.37's, with it).
+	stockVersion = cmp.Or(os.Getenv("SWAP_STOCK_VERSION"), "v1.14.4")
+	// stockImage is stockVersion built from its module (see
+	// testdata/kubeadm-coredns.yaml).
+	stockImage = "coredns-mcs.test/coredns:" + stockVersion
+)
+
 const (
 	// mcsImageName is how the kustomizations name the image; the test's
 	// own build gets the tag mcsImageTag.
 	mcsImageName = "ghcr.io/coredns-mcs/coredns-mcs"
 	mcsImageTag  = "e2e-local"
-	// stockVersion is the stock CoreDNS of the cluster DNS: the version k3s
-	// v1.35.6 ships (internal/front's table), without forward's
-	// read_timeout (1.14.5 on), as every k3s, EKS and AKS version of the
-	// table: the standalone server's outages are run where they cost most.
-	stockVersion = "v1.14.4"
-	// stockImage is stockVersion built from its module (see
-	// testdata/kubeadm-coredns.yaml).
-	stockImage = "coredns-mcs.test/coredns:" + stockVersion
-
 	// The names the looker-up pod asks for all along, and what they answer
 	// (see testdata/demo.yaml).
 	localName      = "web.demo.svc.cluster.local."
@@ -93,7 +98,11 @@ func TestSwapCoreDNS(t *testing.T) {
 
 	phase("kubeadm", func(t *testing.T) {
 		// Before: kubeadm's cluster DNS, stock CoreDNS, answering a pod.
-		s.kubectl("create", "-f", s.testdata("kubeadm-coredns.yaml"))
+		manifest, err := os.ReadFile(s.testdata("kubeadm-coredns.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.kubectlWithInput(strings.ReplaceAll(string(manifest), "coredns-mcs.test/coredns:v1.14.4", stockImage), "create", "-f", "-")
 		s.kubectl("-n", "kube-system", "rollout", "status", "deploy/coredns", "--timeout=3m")
 		first := s.dig("first", query{"+notcp", "kubernetes.default.svc.cluster.local.", "A"})
 		first.expect(t, query{"+notcp", "kubernetes.default.svc.cluster.local.", "A"}, "NOERROR", "10.96.0.1")
