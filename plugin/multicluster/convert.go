@@ -87,6 +87,13 @@ func (f importFields) spec(problems *problemList) (*importSpec, error) {
 	case f.trafficDistribution != "":
 		problems.add("spec.trafficDistribution %q is not one this plugin knows; ignored", short(f.trafficDistribution))
 	}
+	switch f.endpointSliceObjects {
+	case endpointSliceObjectsAbsent:
+		s.slicesAbsent = true
+	case endpointSliceObjectsPresent, "":
+	default:
+		problems.add("status.endpointSliceObjects %q is not one this plugin knows; read as unset", short(f.endpointSliceObjects))
+	}
 	s.ports = validPorts(f.ports, problems)
 	if s.headless {
 		// A headless import's ports answer only when its slices have none,
@@ -520,6 +527,16 @@ func valueOf(p *string) string {
 	}
 	return *p
 }
+
+// The values of a ServiceImport's status.endpointSliceObjects
+// (EndpointSliceObjectsStatus in pkg/apis/v1beta1/serviceimport.go of
+// mcs-api v0.5.2, the same in v1alpha1). Absent says the controller writes
+// no EndpointSlices for the import; slices that exist all the same are
+// still read, since they are what DNS would answer with.
+const (
+	endpointSliceObjectsPresent = "Present"
+	endpointSliceObjectsAbsent  = "Absent"
+)
 
 // Values of a ServiceImport's spec.trafficDistribution that prefer the
 // local cluster. The zone and node preferences of Kubernetes Services are

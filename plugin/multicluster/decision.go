@@ -81,6 +81,7 @@ const (
 	whyReserved           // cluster.svc.ns.svc, no host name below: NXDOMAIN
 	whyReservedAbove      // cluster.svc.ns.svc with host names below: NODATA
 	whyNoReadyEndpoint    // a headless import without a ready endpoint has no names
+	whyNoSlices           // a headless import whose controller writes no EndpointSlices has no names
 	whyNoSuchPort         // no port of that name and protocol: NXDOMAIN
 	whyPortType           // a port name holds SRV records alone: NODATA
 	whyServiceType        // a service name holds A, AAAA and SRV alone: NODATA

@@ -201,7 +201,9 @@ func describeNoSuchName(req request, v *view, why reason, say func(string, ...an
 	case whyReserved:
 		say("%s.%s.%s.svc is reserved by the MCS DNS specification, and no host name of a cluster %s lies below it: NXDOMAIN", req.cluster, req.service, req.namespace, req.cluster)
 	case whyNoReadyEndpoint:
-		say("the headless import has no ready endpoint: the service has no names (NXDOMAIN)")
+		say("the headless import has no ready endpoint: the service has no names (NXDOMAIN, with a TTL of at most %d s, so that resolvers ask again once endpoints come)", pendingTTL)
+	case whyNoSlices:
+		say("the headless import has no ready endpoint, and its controller writes no EndpointSlices for it (status.endpointSliceObjects: Absent): the service has no names, and none are on their way (NXDOMAIN, with the zone's negative TTL)")
 	case whyNoSuchPort:
 		var ports []string
 		for _, p := range v.ports {
@@ -310,7 +312,11 @@ func (m *Multicluster) describeAddresses(v *view, source addressSource, say func
 		}
 		return
 	}
-	say("no address at all: A and AAAA answer NODATA")
+	if v.slicesAbsent {
+		say("no address at all, and its controller writes no EndpointSlices for it (status.endpointSliceObjects: Absent): A and AAAA answer NODATA, with the zone's negative TTL")
+		return
+	}
+	say("no address at all: A and AAAA answer NODATA, with a TTL of at most %d s, so that resolvers ask again once an address comes", pendingTTL)
 }
 
 // describePointer says what d records about a query of a reverse zone:

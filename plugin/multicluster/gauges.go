@@ -38,6 +38,13 @@ var (
 	_ = promauto.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: plugin.Namespace,
 		Subsystem: pluginName,
+		Name:      "imports_endpointslices_absent",
+		Help:      "ServiceImports whose controller writes no EndpointSlices for them (status.endpointSliceObjects: Absent): without an address, their names are denied with the zone's negative TTL, not as pending.",
+	}, func() float64 { return float64(maxSlicesAbsent(running.plugins())) })
+
+	_ = promauto.NewGaugeFunc(prometheus.GaugeOpts{
+		Namespace: plugin.Namespace,
+		Subsystem: pluginName,
 		Name:      "reverse_conflicts",
 		Help:      "Addresses that ServiceImports of more than one namespace claim: their reverse names are passed on, not answered from imports.",
 	}, func() float64 { return float64(maxConflicts(running.plugins())) })
@@ -47,6 +54,20 @@ func maxConflicts(ms []*Multicluster) int64 {
 	var n int64
 	for _, m := range ms {
 		n = max(n, m.index.conflicts.Load())
+	}
+	return n
+}
+
+func maxSlicesAbsent(ms []*Multicluster) int {
+	n := 0
+	for _, m := range ms {
+		c := 0
+		for _, v := range m.index.snapshot() {
+			if v.slicesAbsent {
+				c++
+			}
+		}
+		n = max(n, c)
 	}
 	return n
 }

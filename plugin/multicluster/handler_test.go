@@ -55,10 +55,12 @@ type importDef struct {
 	copy     bool   // labelled as a controller's per-cluster copy
 	// annotations are more annotations.
 	annotations map[string]string
+	// slices is status.endpointSliceObjects.
+	slices string
 }
 
 func (d importDef) fields() importFields {
-	f := importFields{namespace: d.ns, name: d.name, typ: d.typ, ips: d.ips, ports: d.ports}
+	f := importFields{namespace: d.ns, name: d.name, typ: d.typ, ips: d.ips, ports: d.ports, endpointSliceObjects: d.slices}
 	f.annotations = map[string]string{}
 	for k, v := range d.annotations {
 		f.annotations[k] = v

@@ -65,6 +65,10 @@ type importObjectSpec struct {
 	ips                 []string
 	ports               []portFields
 	trafficDistribution string
+	// endpointSliceObjects is status.endpointSliceObjects (mcs-api v0.5.2
+	// on): "Present", "Absent", or what else the status holds, as a string
+	// when it is one (a JSON string's value, else its JSON text).
+	endpointSliceObjects string
 }
 
 // importJSON is the JSON of a ServiceImport, reduced to what importObject
@@ -85,6 +89,34 @@ type importJSON struct {
 		} `json:"ports"`
 		TrafficDistribution *string `json:"trafficDistribution"`
 	} `json:"spec"`
+	// Status is read for endpointSliceObjects alone. It is raw, so that a
+	// value of another JSON type (the status is a controller's, and an
+	// older CRD may keep unknown fields) is reported, not a decoding error
+	// that would drop the whole import.
+	Status struct {
+		EndpointSliceObjects jsonRaw `json:"endpointSliceObjects"`
+	} `json:"status"`
+}
+
+// jsonRaw is a JSON value kept as its text.
+type jsonRaw []byte
+
+func (r *jsonRaw) UnmarshalJSON(b []byte) error {
+	*r = append((*r)[:0], b...)
+	return nil
+}
+
+// stringOf returns the value of a JSON string, the JSON text of any other
+// value, and "" for none or null.
+func (r jsonRaw) stringOf() string {
+	if len(r) == 0 || string(r) == "null" {
+		return ""
+	}
+	var s string
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(r, &s); err == nil {
+		return s
+	}
+	return string(r)
 }
 
 // objectNames is the part of an object's metadata that the API server
@@ -119,7 +151,8 @@ func (o *importObject) UnmarshalJSON(b []byte) error {
 	}
 	o.setNames(in.Metadata.objectNames)
 	o.Labels, o.Annotations = in.Metadata.Labels, in.Metadata.Annotations
-	o.spec = importObjectSpec{typ: in.Spec.Type, ips: in.Spec.IPs, trafficDistribution: valueOf(in.Spec.TrafficDistribution)}
+	o.spec = importObjectSpec{typ: in.Spec.Type, ips: in.Spec.IPs, trafficDistribution: valueOf(in.Spec.TrafficDistribution),
+		endpointSliceObjects: in.Status.EndpointSliceObjects.stringOf()}
 	for _, p := range in.Spec.Ports {
 		o.spec.ports = append(o.spec.ports, portFields{name: p.Name, protocol: p.Protocol, port: p.Port})
 	}
@@ -134,7 +167,7 @@ func (o *importObject) setNames(n objectNames) {
 func (o *importObject) fields() importFields {
 	return importFields{namespace: o.Namespace, name: o.Name, resourceVersion: o.ResourceVersion,
 		typ: o.spec.typ, ips: o.spec.ips, ports: o.spec.ports, labels: o.Labels, annotations: o.Annotations,
-		trafficDistribution: o.spec.trafficDistribution}
+		trafficDistribution: o.spec.trafficDistribution, endpointSliceObjects: o.spec.endpointSliceObjects}
 }
 
 func (o *importObject) DeepCopyObject() runtime.Object {

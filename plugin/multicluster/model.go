@@ -61,6 +61,10 @@ type view struct {
 	source   addressSource
 	// preferClose: spec.trafficDistribution prefers close endpoints.
 	preferClose bool
+	// slicesAbsent: the import's controller writes no EndpointSlices for
+	// it (status.endpointSliceObjects: Absent), so an import without an
+	// address is not waiting for one: its denials are not pending.
+	slicesAbsent bool
 	// localOnly: the answers hold the local cluster's addresses alone
 	// (preferClose, and the local cluster has a ready one).
 	localOnly bool

@@ -84,10 +84,10 @@ func (r *resolver) service(req request, v *view, owner string, qtype uint16, zon
 		switch qtype {
 		case dns.TypeA:
 			v4, v6, local, source := r.clusterSetIPs(v)
-			return answer{answer: addresses(owner, v4, false, r.ttl, req.recordLimit()), localOnly: local, pending: len(v4)+len(v6) == 0, capped: len(v4) > maxAnswerRecords || droppedFrom(v, source), why: whyAddresses, source: source}
+			return answer{answer: addresses(owner, v4, false, r.ttl, req.recordLimit()), localOnly: local, pending: len(v4)+len(v6) == 0 && !v.slicesAbsent, capped: len(v4) > maxAnswerRecords || droppedFrom(v, source), why: whyAddresses, source: source}
 		case dns.TypeAAAA:
 			v4, v6, local, source := r.clusterSetIPs(v)
-			return answer{answer: addresses(owner, v6, true, r.ttl, req.recordLimit()), localOnly: local, pending: len(v4)+len(v6) == 0, capped: len(v6) > maxAnswerRecords || droppedFrom(v, source), why: whyAddresses, source: source}
+			return answer{answer: addresses(owner, v6, true, r.ttl, req.recordLimit()), localOnly: local, pending: len(v4)+len(v6) == 0 && !v.slicesAbsent, capped: len(v6) > maxAnswerRecords || droppedFrom(v, source), why: whyAddresses, source: source}
 		case dns.TypeSRV:
 			return r.clusterSetSRV(v, v.ports, owner, zone, req.recordLimit())
 		}
@@ -186,9 +186,14 @@ func (r *resolver) derivedIPs(namespace, name string) (v4, v6 []net.IP) {
 }
 
 // headless answers names of a headless import. Without a ready endpoint the
-// service has no names at all (spec 2.4.1).
+// service has no names at all (spec 2.4.1): a denial resolvers should ask
+// again soon (pending), unless the import's controller writes no
+// EndpointSlices for it, so that none will come.
 func (r *resolver) headless(req request, v *view, owner string, qtype uint16, zone string) answer {
 	if !v.readyEndpoints() {
+		if v.slicesAbsent {
+			return answer{rcode: dns.RcodeNameError, why: whyNoSlices}
+		}
 		return answer{rcode: dns.RcodeNameError, pending: true, why: whyNoReadyEndpoint}
 	}
 	eps := v.eps

@@ -86,6 +86,7 @@ type importFields struct {
 	ports                            []portFields
 	labels, annotations              map[string]string
 	trafficDistribution              string
+	endpointSliceObjects             string // status.endpointSliceObjects
 }
 
 type portFields struct {

@@ -45,7 +45,7 @@ func newView(imp *importSpec, ss *serviceSlices, policy viewPolicy) *view {
 	if !imp.headless {
 		return newClusterSetIPView(imp, ss, policy)
 	}
-	v := &view{key: imp.key, headless: true, preferClose: imp.preferClose, scope: imp.scope}
+	v := &view{key: imp.key, headless: true, preferClose: imp.preferClose, slicesAbsent: imp.slicesAbsent, scope: imp.scope}
 	eps := &endpointSet{slices: ordered, served: ordered, dups: ss.duplicates()}
 	// A headless import's ports come from its slices (each cluster exports
 	// the same Service, so they agree), merged as they change

@@ -4,9 +4,13 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
+	mcsv1beta1 "sigs.k8s.io/mcs-api/pkg/apis/v1beta1"
+
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // TestPendingImportNegativeTTL: controllers write a ServiceImport first and
@@ -60,4 +64,69 @@ func negativeTTL(r *dns.Msg) (ttl, minttl uint32, err error) {
 		return 0, 0, fmt.Errorf("authority holds %v, not an SOA", r.Ns[0])
 	}
 	return soa.Hdr.Ttl, soa.Minttl, nil
+}
+
+// TestEndpointSliceObjectsAbsent: mcs-api v0.5.2's
+// status.endpointSliceObjects, written through the status subresource of
+// the real API server with v0.5.2's CRDs. An import without an address
+// whose controller may still write EndpointSlices (Present) is pending:
+// its denial's SOA TTL and minimum are at most 1 s. Once the controller
+// says it writes none (Absent), the denial is final and carries the zone's
+// TTL, in the clusterset and the fallback zone, and the gauge counts it.
+func TestEndpointSliceObjectsAbsent(t *testing.T) {
+	s := startStandalone(t, shippedStandaloneCorefile(t))
+	ns := namespace(t, "sliceobjects")
+	ctx := context.Background()
+	headless := newImport(ns, "db")
+	headless.Spec.Type = mcsv1beta1.Headless
+	imports := []*mcsv1beta1.ServiceImport{createImport(t, headless), createImport(t, newImport(ns, "web"))}
+	names := map[string]int{ // the name, and its rcode
+		"db." + ns + ".svc.clusterset.local.":  dns.RcodeNameError,
+		"web." + ns + ".svc.clusterset.local.": dns.RcodeSuccess,
+		"web." + ns + ".svc.cluster.local.":    dns.RcodeSuccess,
+	}
+	// soaTTLs waits until every name answers its rcode with an SOA whose
+	// TTL and minimum both satisfy ok: the server's cache may hold an
+	// earlier answer for the zone's TTL (5 s) first.
+	soaTTLs := func(what string, ok func(ttl uint32) bool) {
+		t.Helper()
+		poll.Eventually(t, propagation+10*time.Second, what, func() (bool, string) {
+			for name, rcode := range names {
+				r := s.query(t, "udp", name, dns.TypeA)
+				if r.Rcode != rcode || len(r.Answer) != 0 || len(r.Ns) != 1 {
+					return false, fmt.Sprintf("%s: %s %v", name, dns.RcodeToString[r.Rcode], r.Answer)
+				}
+				soa, isSOA := r.Ns[0].(*dns.SOA)
+				if !isSOA || !ok(soa.Hdr.Ttl) || !ok(soa.Minttl) {
+					return false, fmt.Sprintf("%s: authority %v", name, r.Ns)
+				}
+			}
+			return true, ""
+		})
+	}
+	const gauge = "coredns_multicluster_imports_endpointslices_absent"
+	for _, status := range []mcsv1beta1.EndpointSliceObjectsStatus{mcsv1beta1.EndpointSliceObjectsPresent, mcsv1beta1.EndpointSliceObjectsAbsent} {
+		for i, si := range imports {
+			si, err := mcs.MulticlusterV1beta1().ServiceImports(ns).Get(ctx, si.Name, meta.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			si.Status.EndpointSliceObjects = status
+			if imports[i], err = mcs.MulticlusterV1beta1().ServiceImports(ns).UpdateStatus(ctx, si, meta.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if status == mcsv1beta1.EndpointSliceObjectsPresent {
+			soaTTLs("status Present: pending denials, TTL at most 1 s", func(ttl uint32) bool { return ttl <= 1 })
+			if got := s.metrics.metric(t, gauge, ""); got != 0 {
+				t.Errorf("status Present: %s = %v, want 0", gauge, got)
+			}
+			continue
+		}
+		soaTTLs("status Absent: final denials, the zone's TTL", func(ttl uint32) bool { return ttl > 1 })
+		poll.Eventually(t, propagation, gauge+" = 2", func() (bool, string) {
+			got := s.metrics.metric(t, gauge, "")
+			return got == 2, fmt.Sprint(got)
+		})
+	}
 }
