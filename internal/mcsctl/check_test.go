@@ -143,3 +143,49 @@ func TestFrontReviewReadTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestFrontReviewPath: check says what the standalone path costs: behind a
+// CoreDNS without read_timeout a WARN that names the swap; with it, an OK
+// that names the read timeouts; nothing on an unknown version.
+func TestFrontReviewPath(t *testing.T) {
+	for _, tc := range []struct {
+		image  string
+		status status
+		want   string
+	}{
+		{"1.14.4", warn, "the standalone path behind CoreDNS 1.14.4 (image "},
+		{"1.14.6", ok, "the standalone path behind CoreDNS 1.14.6 (image "},
+		{"", "", "the standalone path"},
+	} {
+		servers, err := front.Options{Standalone: testStandaloneIP, ReverseCIDRs: []string{"10.42.0.0/16"}, CoreDNSVersion: tc.image}.Servers()
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs := platformObjects("kubeadm")
+		for _, o := range objs {
+			switch o := o.(type) {
+			case *corev1.ConfigMap:
+				if o.Name == "coredns" {
+					o.Data["Corefile"] = front.Merge(front.KubeadmCorefile, front.Corefile(servers))
+				}
+			case *appsv1.Deployment:
+				o.Spec.Template.Spec.Containers[0].Image = strings.TrimSuffix("registry.k8s.io/coredns/coredns:v"+tc.image, ":v")
+			}
+		}
+		var found []string
+		for _, l := range reviewLines(t, objs) {
+			if strings.Contains(l.Message, "the standalone path") {
+				found = append(found, string(l.Status)+" "+l.Message)
+				if l.Status != tc.status || !strings.Contains(l.Message, tc.want) {
+					t.Errorf("image %q: %s %s, want %s with %q", tc.image, l.Status, l.Message, tc.status, tc.want)
+				}
+				if tc.status == warn && !strings.Contains(l.Message, "Swap on k3s, EKS and rke2") {
+					t.Errorf("image %q: the WARN does not name the swap: %s", tc.image, l.Message)
+				}
+			}
+		}
+		if (tc.status != "") != (len(found) == 1) {
+			t.Errorf("image %q: lines about the path %q", tc.image, found)
+		}
+	}
+}

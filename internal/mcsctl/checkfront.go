@@ -180,9 +180,16 @@ func frontReview(ctx context.Context, c *checker, kube kubeclient.Interface, l l
 // costs each forwarded name forward's fixed 2 s instead of the read
 // timeout, until the health checks mark it down. The version is the one
 // kubectl mcs front reads, the DNS workload's image tag.
+//
+// It also says what the path costs: behind a CoreDNS without read_timeout
+// (a known version before 1.14.5), a hang costs forward's fixed 2 s, and
+// only the swap layout avoids that.
 func checkReadTimeout(ctx context.Context, c *checker, kube kubeclient.Interface, fc *frontConfig, forwarding []caddyfile.ServerBlock, fix string) {
 	version, from := dnsVersion(ctx, kube, fc.row)
 	if !(front.Options{CoreDNSVersion: version}).UsesReadTimeout() {
+		if version != "" {
+			c.add(warn, "front", "the standalone path behind CoreDNS %s (%s), which has no read_timeout (1.14.5 and later): %s; swapping the image instead (docs/deploy.md: Swap on k3s, EKS and rke2) avoids it", version, from, oldForwardCost)
+		}
 		return
 	}
 	var without []string
@@ -192,6 +199,7 @@ func checkReadTimeout(ctx context.Context, c *checker, kube kubeclient.Interface
 		}
 	}
 	if len(without) == 0 {
+		c.add(ok, "front", "the standalone path behind CoreDNS %s (%s), with read_timeout: a hung coredns-mcs costs a forwarded name the read timeout (cluster.local %s, clusterset.local %s) until the health checks mark it down", version, from, front.DefaultReadTimeout, front.DefaultClustersetReadTimeout)
 		return
 	}
 	// The fix names the version, which writes read_timeout.
