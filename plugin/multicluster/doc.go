@@ -37,7 +37,10 @@
 //     service, for forward lookups, and the reverse map of which import
 //     claims each address, for PTR. Publishing a view moves the zones' SOA
 //     serial (serial.go) and logs changes of contested addresses
-//     (conflictlog.go).
+//     (conflictlog.go). Changes of local Services move it too, but lazily:
+//     the resolver compares the local Services' change count when an SOA
+//     is asked for (resolver.serial), one atomic load on that path, rather
+//     than hooking every Service event for the few imports that read one.
 //  7. Resolve (resolve.go, ptr.go, records.go, capped.go). The resolver
 //     turns a parsed query name (qname.go) into records and an rcode:
 //     forward names from the index and from derived Services, read at query

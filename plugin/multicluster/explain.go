@@ -282,28 +282,22 @@ func (m *Multicluster) describeAddresses(v *view, source addressSource, say func
 		return
 	}
 	say("spec.ips holds no address that may be served")
-	type candidate struct {
-		name, by string
-		source   addressSource
-	}
-	var derived []candidate
-	if v.derived != "" {
-		derived = append(derived, candidate{v.derived, "its multicluster.kubernetes.io/derived-service annotation", sourceDerived})
-	}
-	if m.derivedPrefix != "" {
-		derived = append(derived, candidate{m.derivedPrefix + v.key.name, "derived_prefix " + m.derivedPrefix, sourcePrefix})
-	}
-	for _, c := range derived {
+	candidates, n := m.derivedCandidates(v)
+	for _, c := range candidates[:n] {
+		by := "its " + annotationDerivedService + " annotation"
+		if c.source == sourcePrefix {
+			by = "derived_prefix " + m.derivedPrefix
+		}
 		if m.local == nil {
 			say("no local Services known: the derived Service %s/%s cannot be read", v.key.namespace, c.name)
 			break
 		}
 		if c.source == source {
 			v4, v6 := m.derivedIPs(v.key.namespace, c.name)
-			say("address source: the ClusterIPs of the derived Service %s/%s, named by %s (%s)", v.key.namespace, c.name, c.by, addrs(v4, v6))
+			say("address source: the ClusterIPs of the derived Service %s/%s, named by %s (%s)", v.key.namespace, c.name, by, addrs(v4, v6))
 			return
 		}
-		say("the derived Service %s/%s, named by %s, does not exist or has no ClusterIP", v.key.namespace, c.name, c.by)
+		say("the derived Service %s/%s, named by %s, does not exist or has no ClusterIP", v.key.namespace, c.name, by)
 	}
 	if source == sourceSlices {
 		say("address source: the ready addresses of its EndpointSlices (%s)", addrs(v.ipv4, v.ipv6))
@@ -347,26 +341,22 @@ func (m *Multicluster) describePointer(d *decision, say func(string, ...any)) {
 			say("%s is an address of ServiceImport %s", addr, ref.key)
 		}
 	}
+	// The local objects at the address, as facts; the verdict below is
+	// the one the query path recorded (decision.ptr), not decided here.
 	if m.local != nil {
-		svcs := m.local.byClusterIP(addr.String())
-		for _, svc := range svcs {
+		for _, svc := range m.local.byClusterIP(addr.String()) {
 			if imports := m.derivedImports(svc.Namespace, svc.Name); len(imports) > 0 {
 				say("%s is the ClusterIP of %s/%s, the derived Service of %v", addr, svc.Namespace, svc.Name, imports)
 			} else {
-				say("%s is the ClusterIP of the local Service %s/%s: local wins", addr, svc.Namespace, svc.Name)
+				say("%s is the ClusterIP of the local Service %s/%s", addr, svc.Namespace, svc.Name)
 			}
 		}
 		if eps, _ := m.local.byEndpointIP(addr.String()); len(eps) > 0 {
-			// A local endpoint wins, unless the address answered: then a
-			// ClusterIP decided first, or the endpoint is a derived
-			// Service's, whose imports' claims decide.
-			switch e := eps[0]; {
-			case d.ptr != ptrAnswered:
-				say("%s is the address of a local endpoint of %s: local wins", addr, e.key)
-			case len(svcs) > 0:
-				say("%s is the address of a local endpoint of %s too: the ClusterIP decides first", addr, e.key)
-			default:
-				say("%s is the address of a local endpoint of %s, the derived Service of %v: the imports' claims decide", addr, e.key, m.derivedImports(e.key.namespace, e.key.name))
+			e := eps[0]
+			if imports := m.derivedImports(e.key.namespace, e.key.name); len(imports) > 0 {
+				say("%s is the address of a local endpoint of %s, the derived Service of %v", addr, e.key, imports)
+			} else {
+				say("%s is the address of a local endpoint of %s", addr, e.key)
 			}
 		}
 	}
@@ -374,12 +364,18 @@ func (m *Multicluster) describePointer(d *decision, say func(string, ...any)) {
 		say("no import claims %s", addr)
 	}
 	switch d.ptr {
+	case ptrAnswered:
+		say("verdict: one import's name answers (the trust model, docs/trust.md)")
+	case ptrUnknown:
+		say("verdict: no import claims %s: passed on", addr)
+	case ptrLocal:
+		say("verdict: %s is a local Service's or endpoint's own address: local wins, passed on", addr)
 	case ptrOutOfRange:
-		say("%s is outside the reverse ranges (%s): no import may name it, passed on", addr, describeRanges(m.reverseRanges))
+		say("verdict: %s is outside the reverse ranges (%s): no import may name it, passed on", addr, describeRanges(m.reverseRanges))
 	case ptrLocalConflict:
-		say("imports of namespaces %s claim %s, which the local cluster holds in another namespace: a conflict, passed on to the cluster's own answer (policy_decisions_total rule ptr_local_conflict)", strings.Join(claimNamespaces(refs), ", "), addr)
+		say("verdict: imports of namespaces %s claim %s, which the local cluster holds in another namespace: a conflict, passed on to the cluster's own answer (policy_decisions_total rule ptr_local_conflict)", strings.Join(claimNamespaces(refs), ", "), addr)
 	case ptrConflict:
-		say("imports of several namespaces (%s) claim %s, and no derived Service decides: a conflict, passed on (coredns_multicluster_reverse_conflicts)", strings.Join(claimNamespaces(refs), ", "), addr)
+		say("verdict: imports of several namespaces (%s) claim %s, and no derived Service decides: a conflict, passed on (coredns_multicluster_reverse_conflicts)", strings.Join(claimNamespaces(refs), ", "), addr)
 	}
 	// Passed on, where the kubernetes plugin could send no answer.
 	const cached = "the kubernetes plugin's cache holds a multicluster EndpointSlice at %s too, which it would name with an empty label, in an answer that cannot be sent"

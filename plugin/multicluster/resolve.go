@@ -162,17 +162,36 @@ func (r *resolver) clusterSetIPs(v *view) (v4, v6 []net.IP, local bool, source a
 	if v.source == sourceSpec || r.local == nil {
 		return v.ipv4, v.ipv6, v.localOnly, v.source
 	}
-	if v.derived != "" {
-		if v4, v6 := r.derivedIPs(v.key.namespace, v.derived); len(v4) > 0 || len(v6) > 0 {
-			return v4, v6, false, sourceDerived
-		}
-	}
-	if r.derivedPrefix != "" {
-		if v4, v6 := r.derivedIPs(v.key.namespace, r.derivedPrefix+v.key.name); len(v4) > 0 || len(v6) > 0 {
-			return v4, v6, false, sourcePrefix
+	candidates, n := r.derivedCandidates(v)
+	for _, c := range candidates[:n] {
+		if v4, v6 := r.derivedIPs(v.key.namespace, c.name); len(v4) > 0 || len(v6) > 0 {
+			return v4, v6, false, c.source
 		}
 	}
 	return v.ipv4, v.ipv6, v.localOnly, v.source
+}
+
+// derivedCandidate is a local Service whose ClusterIPs may answer for a
+// ClusterSetIP import, and the source it would be.
+type derivedCandidate struct {
+	name   string
+	source addressSource
+}
+
+// derivedCandidates returns the derived Services of the ClusterSetIP
+// import v in the order clusterSetIPs tries them (explain lists them in
+// the same order from here): the one its annotation names, then the one
+// of derived_prefix. An array, so that the query path allocates nothing.
+func (r *resolver) derivedCandidates(v *view) (c [2]derivedCandidate, n int) {
+	if v.derived != "" {
+		c[n] = derivedCandidate{v.derived, sourceDerived}
+		n++
+	}
+	if r.derivedPrefix != "" {
+		c[n] = derivedCandidate{r.derivedPrefix + v.key.name, sourcePrefix}
+		n++
+	}
+	return c, n
 }
 
 // derivedIPs returns the ClusterIPs of the local Service namespace/name, none
