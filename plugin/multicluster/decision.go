@@ -220,7 +220,7 @@ func (d *decision) rules() (set ruleSet) {
 		set.add(rulePTROutOfRange)
 	}
 	if d.why == whyOutOfScope {
-		if d.view.scope == systemRefused {
+		if d.view.scope.system() {
 			set.add(ruleSystemRefused)
 		} else {
 			set.add(ruleScopeRefused)

@@ -138,10 +138,10 @@ func (m *Multicluster) describeName(q dns.Question, d *decision, say func(string
 			if d.local == nil {
 				say("no local Service %s", key)
 			}
-			switch {
-			case v.scope == scopeRefused:
+			switch v.scope {
+			case scopeRefused:
 				say("fallback_scope keeps %s local: passed on, as if there were no import", key)
-			case apiServerService.matches(req.namespace, req.service):
+			case apiServerRefused:
 				say("%s is the API server's Service: it never falls back to an import unless system_fallback names it; passed on, as if there were no import", key)
 			default:
 				say("%s is a system namespace (%s): its names never fall back to an import unless system_fallback names them; passed on, as if there were no import", req.namespace, strings.Join(m.systemNamespaces(), ", "))

@@ -60,18 +60,28 @@ var apiServerService = scopePattern{namespace: "default", name: "kubernetes"}
 // system_fallback pattern opts in. A scope without system namespaces (no
 // fallback zones, or built by hand in a test) refuses nothing.
 func (s *fallbackScope) systemRefuses(namespace, name string) bool {
+	return s.systemVerdict(namespace, name) != inScope
+}
+
+// systemVerdict is systemRefuses's verdict, with its rule: the API
+// server's Service, or a system namespace.
+func (s *fallbackScope) systemVerdict(namespace, name string) scopeVerdict {
 	if s == nil || s.system == nil {
-		return false
+		return inScope
 	}
-	if !isSystemNamespace(s.system, namespace) && !apiServerService.matches(namespace, name) {
-		return false
+	verdict := systemRefused
+	switch {
+	case apiServerService.matches(namespace, name):
+		verdict = apiServerRefused
+	case !isSystemNamespace(s.system, namespace):
+		return inScope
 	}
 	for _, p := range s.optIn {
 		if p.matches(namespace, name) {
-			return false
+			return inScope
 		}
 	}
-	return true
+	return verdict
 }
 
 // isSystemNamespace reports whether namespace matches one of the patterns
@@ -200,10 +210,14 @@ func checkGlob(g string) error {
 type scopeVerdict uint8
 
 const (
-	inScope       scopeVerdict = iota
-	scopeRefused               // fallback_scope keeps it local
-	systemRefused              // a system name that system_fallback does not name
+	inScope          scopeVerdict = iota
+	scopeRefused                  // fallback_scope keeps it local
+	systemRefused                 // a system namespace that system_fallback does not name
+	apiServerRefused              // the API server's Service, which system_fallback does not name
 )
+
+// system reports whether a system rule, not fallback_scope, refused.
+func (v scopeVerdict) system() bool { return v == systemRefused || v == apiServerRefused }
 
 // allows reports whether the import namespace/name may answer in fallback
 // zones. A nil scope allows everything.
@@ -217,8 +231,8 @@ func (s *fallbackScope) verdict(namespace, name string) scopeVerdict {
 	if s == nil {
 		return inScope
 	}
-	if s.systemRefuses(namespace, name) {
-		return systemRefused
+	if v := s.systemVerdict(namespace, name); v != inScope {
+		return v
 	}
 	for _, p := range s.exclude {
 		if p.matches(namespace, name) {
