@@ -19,23 +19,13 @@ import (
 	core "k8s.io/api/core/v1"
 )
 
-// ServeDNS implements plugin.Handler.
-//
-// It only hands a query on; serve decides. Every cluster-local query in a
-// cluster is passed on, and CoreDNS runs each query on a fresh goroutine with
-// a small stack, so the frames under the next plugin are its cost: when the
-// lookups of the kubernetes plugin, deep below, cross a stack-size boundary
-// the runtime copies the whole stack on every query. Passing from here, after
-// serve has returned, leaves just this small frame under the next plugin, and
-// reserveStack grows the stack here, where a copy is cheap, to the size the
-// rest of the chain needs (see stack.go). The decision record lives in
-// serve's frame, which is gone by then.
-//
-// plugin.NextOrFailure would also wrap the writer to track which plugin
-// writes the answer, one allocation per query; but only the tracker nearest
-// the metrics plugin's recorder takes effect, and that one is not ours, so
-// the wrapper would change nothing. It is kept where it does something:
-// opening a child span when the query is traced.
+// ServeDNS implements plugin.Handler. It only hands a query on; serve
+// decides. Passing on from here, after serve has returned, leaves one small
+// frame under the next plugin, whose stack reserveStack has grown where a
+// copy is cheap (stack.go). It calls the next plugin itself rather than
+// plugin.NextOrFailure, whose writer wrapper (one allocation a query)
+// takes effect only nearest the metrics plugin, which is not here; a span
+// is still opened when the query is traced.
 func (m *Multicluster) ServeDNS(ctx context.Context, w dns.ResponseWriter, r *dns.Msg) (int, error) {
 	if handled, rcode, err := m.serve(ctx, w, r, nil); handled {
 		return rcode, err
@@ -244,26 +234,15 @@ func (m *Multicluster) decideReverse(w dns.ResponseWriter, r *dns.Msg, name stri
 	m.decidePassOn(w, r, d)
 }
 
-// decidePassOn decides about the PTR query r for d.addr, which the plugin
-// does not answer itself (no import claims it, it is the local cluster's,
-// imports of several namespaces claim it, or it is outside
-// reverse_ranges): it is passed on, so that the kubernetes plugin answers
-// it as if there were no import. That plugin caches multicluster
-// EndpointSlices too, and names their addresses from the
-// kubernetes.io/service-name label, which they do not have: with an empty
-// label (host..ns.svc.zone), so that no answer can be sent and the client
-// waits until it times out (serviceRecordForIP in
-// plugin/kubernetes/reverse.go names every endpoint at the address, of
-// every namespace its PTR answers show). When the address is in its cache
-// by such a slice, and no Service whose ClusterIP it is answers first:
-//   - with a local endpoint at the address in a namespace the kubernetes
-//     plugin exposes, that endpoint's name answers, as the kubernetes
-//     plugin names it;
-//   - otherwise the query goes on as that plugin sends a query for an
-//     address it does not know: to the plugin after it, when it falls
-//     through for the name, else NXDOMAIN with its own SOA. An endpoint of
-//     a namespace it hides is never named.
-//
+// decidePassOn decides about a PTR query the plugin does not answer
+// itself, which goes on to the kubernetes plugin. That plugin names the
+// addresses of multicluster EndpointSlices it caches with an empty label
+// (host..ns.svc.zone: serviceRecordForIP in plugin/kubernetes/reverse.go),
+// an answer that cannot be sent. For an address cached by such a slice, and
+// no local Service's ClusterIP, the plugin answers instead: with the local
+// endpoint's name where one is at the address (in a namespace the
+// kubernetes plugin exposes), else as the kubernetes plugin does for an
+// address it does not know (its fallthrough, or NXDOMAIN with its SOA).
 // Any other query is passed on untouched.
 func (m *Multicluster) decidePassOn(w dns.ResponseWriter, r *dns.Msg, d *decision) {
 	if m.local == nil {

@@ -167,22 +167,13 @@ func newInformer(kind string, lw *cache.ListWatch, objType runtime.Object, conve
 	}
 }
 
-// informer is the controller of cache.New, a reflector filling a queue that
-// one goroutine drains into process, but for how it waits between the
-// reflector's attempts. The reflector's own loop (Reflector.RunWithContext
-// in client-go tools/cache/reflector.go) waits its back-off after every
-// ListAndWatch, also one whose watch merely ended with 410 Gone; that
-// back-off doubles from 0.8 s to 30 s, jittered up to twice as long, with
-// each failed watch or list, and starts again from 0.8 s only every two
-// minutes (wait.Backoff.DelayWithReset). An API server restart is both: the
-// failed watches of the outage grow the back-off, and the new API server
-// ends the watch that comes back with 410 Gone (its watch cache starts at
-// the newest resourceVersion). The relist then waited 13 s and more after
-// the API server was ready, and changes made meanwhile were not served. So
-// here the reflector relists at once after a watch that ran (relistPolicy),
-// and retries a failure, or its watch after a refused connection, within
-// watchBackoff's cap: a plugin watches a handful of kinds, whose retries
-// cost the API server little.
+// informer is the controller of cache.New (a reflector filling a queue that
+// one goroutine drains into process) but for its waits between attempts.
+// client-go's reflector (Reflector.RunWithContext, tools/cache/reflector.go)
+// backs off after every ListAndWatch, a watch ended by 410 Gone included,
+// growing to 30 s over an outage: after an API server restart its relist
+// came 13 s and more late. Here a watch that ran relists at once
+// (relistPolicy), and failures retry within watchBackoff's cap.
 type informer struct {
 	kind    string
 	queue   cache.Queue
@@ -329,16 +320,11 @@ func unchanged(in meta.Object, exists, sameVersion bool, skippedVersion string) 
 	return (exists && sameVersion) || (!exists && skippedVersion == rv)
 }
 
-// listThenWatch makes the reflectors list, in pages, then watch, instead of
-// streaming the initial objects as watch events (client-go's WatchListClient,
-// on by default since 1.35). Measured with make bench, the stream made the
-// server slower to Ready, with many imports and with none: with few
-// objects, most of its wait is for the bookmark that ends the initial
-// events. The stream spares the API server a large list response; a DNS
-// server, which restarts rarely and must be Ready soon, is better served by
-// the list. Listing in pages (thinPages) trades a little time to Ready for
-// a much lower peak of memory. docs/deploy.md has the stream's figures,
-// BENCHMARKS.md (Scale) the pages'.
+// listThenWatch makes the reflectors list, in pages (thinPages), then watch,
+// instead of streaming the initial objects as watch events (client-go's
+// WatchListClient, on by default since 1.35): measured with make bench, the
+// stream made the server slower to Ready, mostly waiting for the bookmark
+// that ends the initial events (docs/deploy.md; BENCHMARKS.md, Scale).
 type listThenWatch struct{}
 
 func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
@@ -352,16 +338,11 @@ func objectKey(o meta.Object) string {
 }
 
 // reporting returns lw with the outcome of every list and watch call passed
-// to report. A call refused for a reason only an administrator can fix (a
-// missing RBAC rule or CRD) is retried here, the wait doubling from retry to
-// maxRetry, instead of failing: the reflector would back off for up to a
-// minute between attempts, and the plugin must heal soon after the fix. A
-// refused watch after an allowed list so stays one degraded state, rather
-// than one that clears and returns with every attempt.
-//
-// Each watch is passed through expiryLogging, so that a watch the API server
-// ends with 410 Gone, after which the reflector lists everything again, is
-// logged with the kind of object.
+// to report. A call refused for what only an administrator can fix (a
+// missing RBAC rule or CRD) is retried here, from retry up to maxRetry,
+// rather than by the reflector's back-off of up to a minute, so that the
+// plugin heals soon after the fix, in one degraded state meanwhile. Each
+// watch goes through expiryLogging, which logs a 410 Gone with its kind.
 func reporting(kind string, lw *cache.ListWatch, report func(error), retry time.Duration) *cache.ListWatch {
 	list, watchFunc := lw.ListWithContextFunc, lw.WatchFuncWithContext
 	return &cache.ListWatch{

@@ -28,30 +28,14 @@ const (
 )
 
 // pointer answers a PTR query, owner, for addr with the one name in zone
-// that addr points back to, and reports false when the plugin knows no name
-// for it, or must leave it to the cluster, and why. Known are the addresses
-// of imports (spec.ips, slice addresses of ClusterSetIP imports, headless
-// endpoints) and the ClusterIPs of derived Services. The trust model
-// (docs/trust.md) decides who owns an address:
-//
-//  1. Addresses outside reverse_ranges are never answered: by default no
-//     public address is.
-//  2. A local Service's ClusterIP belongs to that Service (passed on): the
-//     API server gives it to one Service, and kube-proxy sends it there.
-//     If the Service is the derived Service of imports, those imports' name
-//     answers, unless imports of another namespace claim the address.
-//  3. A local endpoint's address belongs to the cluster (passed on).
-//  4. Otherwise to the imports that claim it, when they are all of one
-//     namespace; imports of several namespaces are a conflict, passed on.
-//
-// Under 2 and 3, imports of a namespace other than the local object's that
-// claim the address are a conflict too (ptrLocalConflict): the address is
-// passed on, to the cluster's own answer, and the caller counts and logs
-// it. No import of one namespace takes over another namespace's address,
-// nor does a local object make its own import's name answer for it.
-//
-// Among the names one namespace may give, an address always answers the
-// same one (comparePTR), whatever order the objects arrived in.
+// that addr points back to, or passes it on, and says why. The trust model
+// (docs/trust.md has it rule by rule, with its tests) gives an address to:
+// nobody outside reverse_ranges; a local Service (its derived imports'
+// name, if it is one's); a local endpoint; else the imports that claim it,
+// if they are of one namespace. Imports of another namespace than the
+// local object's are a conflict (ptrLocalConflict), passed on. One
+// namespace's names are ordered (comparePTR), so an address always
+// answers the same one.
 func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, ptrVerdict) {
 	var buf [4]ptrTarget
 	refs := r.index.reverseLookup(addr, buf[:0])
@@ -100,12 +84,10 @@ func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, ptrVerd
 
 // clusterIPPointer decides for an address that is the ClusterIP of the
 // local Services svcs (one, unless the cache is between two versions):
-// passed on, unless a Service is the derived Service of imports, of its
-// own namespace, and no import of any other namespace claims the address.
-// The API server lets any namespace's Service take a free address of the
-// Service range, which an import of another namespace may have as its
-// ClusterSetIP: the Service, and an import it is the derived Service of,
-// claim it exactly as that import does, and neither may take it.
+// passed on, unless a Service is the derived Service of imports of its own
+// namespace and no import of another namespace claims the address (which
+// any namespace's Service may be given, and so may collide with another
+// namespace's ClusterSetIP).
 func (r *resolver) clusterIPPointer(svcs []*object.Service, refs []ptrTarget, owner, zone string) (answer, ptrVerdict) {
 	best, found := ptrTarget{}, false
 	for _, svc := range svcs {
