@@ -26,7 +26,7 @@ KUBECTL_MCS := build/kubectl-mcs
 IMAGE_TAG ?= $(if $(filter file,$(origin VERSION)),$(RELEASE_VERSION),$(VERSION))
 IMAGE ?= ghcr.io/coredns-mcs/coredns-mcs:$(IMAGE_TAG)
 
-.PHONY: all build kubectl-mcs gen check-gen test test-all testbin-chain test-unit test-e2e test-node test-karmada test-release testbin run run-front help lint clean image image-name release release-check release-version sbom vulncheck bench
+.PHONY: all build kubectl-mcs gen check-gen test test-all testbin-chain test-unit test-e2e test-node test-conformance test-karmada test-release testbin run run-front help lint clean image image-name release release-check release-version sbom vulncheck bench
 
 all: build kubectl-mcs
 
@@ -48,13 +48,14 @@ gen: ## regenerate coredns/zplugin.go and coredns/zdirectives.go from plugin.cfg
 # test/karmadae2e; a separate compile of the Kubernetes libraries at Karmada's
 # own versions), prometheus (the Prometheus server and promtool, for the
 # alerting rules: test/monitoring and test/e2e), helm (the helm command, for
-# test/helmchart). All but karmada and krew compile the main module's
+# test/helmchart), conformance (the [sig-network] specs of Kubernetes' own e2e
+# suite and its agnhost, for test/conformance). All but karmada and krew compile the main module's
 # versions of the modules they share with it, so that a cold build compiles
 # those once (test/testbin/build.sh). RELEASE_TESTBIN_SETS are the tools of the release and its
 # tests (test/release, make sbom, make vulncheck): sbom (cyclonedx-gomod),
 # cosign, registry (distribution's), krew (krew and validate-krew-manifest)
 # and vuln (govulncheck and an offline vulnerability database).
-TESTBIN_SETS := kube mcs karmada prometheus helm
+TESTBIN_SETS := kube mcs karmada prometheus helm conformance
 RELEASE_TESTBIN_SETS := sbom cosign registry krew vuln
 
 testbin: ## build (once) the third-party binaries of the tests; prints their directories
@@ -113,7 +114,7 @@ TEST_ORDER := build.sh kube:kube-apiserver,etcd,kubectl helm; build.sh prometheu
 # long package alone. test/swap before test/clusterse2e: both want node
 # cluster 0 (test/internal/node's lock), and this order runs them apart.
 TEST_ALL_FIRST := ./test/swap/ ./test/e2e/ ./test/release/
-TEST_ALL_ORDER := build.sh kube helm; stock 1.14.4; build.sh prometheus mcs; stock; build.sh $(RELEASE_TESTBIN_SETS); build.sh karmada
+TEST_ALL_ORDER := build.sh kube helm; stock 1.14.4; build.sh prometheus mcs; stock; build.sh conformance; build.sh $(RELEASE_TESTBIN_SETS); build.sh karmada
 
 # unit: what both tiers run first, in the foreground, while the chain
 # builds.
@@ -152,6 +153,9 @@ test-e2e: build ## the plugin against a real API server (test/e2e), the front at
 
 test-node: build ## a real node: kubeadm's CoreDNS swapped for this image, and two real clusters (root, Debian's containerd, runc, CNI plugins)
 	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 60m ./test/internal/node/ ./test/swap/ ./test/clusterse2e/
+
+test-conformance: build ## Kubernetes' own DNS conformance specs on a real node, stock CoreDNS then this image (root)
+	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 60m ./test/conformance/
 
 test-karmada: build ## Karmada's control plane walking through docs/karmada.md
 	COREDNS_BINARY="$(CURDIR)/$(BINARY)" $(NORACE) -timeout 40m ./test/karmadae2e/

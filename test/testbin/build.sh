@@ -21,6 +21,9 @@
 #   prometheus  the Prometheus server and promtool (github.com/prometheus/prometheus
 #          v0.316.0), for the alerting rules' tests
 #   helm   the helm command (helm.sh/helm/v3 v3.22.0), for the chart's tests
+#   conformance  dnsconformance (the [sig-network] specs of Kubernetes
+#          v1.37.1's e2e suite, with its set-up) and agnhost, for
+#          test/conformance
 #   sbom   cyclonedx-gomod v1.10.0, which writes a release's SBOM (make sbom)
 #   cosign cosign v2.6.5, which signs and verifies a release in test/release
 #   registry  the registry of distribution/v3 v3.1.2, run on loopback by

@@ -24,7 +24,7 @@ import (
 // registry strategies and generated OpenAPI are v0.35's), krew, which
 // compiles client-go v11, and stock CoreDNS, built from each release's own
 // graph.
-var SharedSets = []string{"kube", "mcs", "prometheus", "helm", "sbom", "cosign", "registry", "vuln"}
+var SharedSets = []string{"kube", "mcs", "prometheus", "helm", "sbom", "cosign", "registry", "vuln", "conformance"}
 
 // Mismatch is a module that the main module and a set compile at different
 // versions.
