@@ -282,8 +282,15 @@ const kubeadmImage = "registry.k8s.io/coredns/coredns:v1.12.0"
 // binding, Corefile ConfigMap, Deployment and kube-dns Service.
 func createKubeadmCoreDNS(t *testing.T, kube kubernetes.Interface) {
 	t.Helper()
+	createCoreDNSAs(t, kube, "kubeadm")
+}
+
+// createCoreDNSAs creates kubeadm's CoreDNS objects with the field manager
+// manager, as the installer that owns them would.
+func createCoreDNSAs(t *testing.T, kube kubernetes.Interface, manager string) {
+	t.Helper()
 	ctx := t.Context()
-	opts := metav1.CreateOptions{FieldManager: "kubeadm"}
+	opts := metav1.CreateOptions{FieldManager: manager}
 	ns := metav1.NamespaceSystem
 	labels := map[string]string{"k8s-app": "kube-dns"}
 	check := func(err error) {
@@ -369,6 +376,39 @@ func createKubeadmCoreDNS(t *testing.T, kube kubernetes.Interface) {
 		},
 	}, opts)
 	check(err)
+}
+
+// TestSwapAfterEKSAddOn runs the EKS step of docs/deploy.md (Swap on k3s,
+// EKS and rke2) from where the AWS CLI leaves it: after `aws eks
+// delete-addon --preserve`, the add-on's objects stay, their fields managed
+// by "eks" (the field manager internal/front detects the add-on by). The
+// swap then conflicts with that manager without --force-conflicts and takes
+// the image and the Corefile over with it.
+func TestSwapAfterEKSAddOn(t *testing.T) {
+	k, cp := newKubectl(t)
+	kube := kubernetes.NewForConfigOrDie(cp.Config)
+	ctx := t.Context()
+	waitNamespace(t, kube, metav1.NamespaceSystem)
+	createCoreDNSAs(t, kube, "eks")
+	out, err := k.run("apply", "--server-side", "--dry-run=server", "-k", "manifests")
+	if err == nil || !strings.Contains(out, `conflict with "eks"`) {
+		t.Errorf("want a conflict with the eks field manager without --force-conflicts, got err %v:\n%s", err, out)
+	}
+	k.must("apply", "--server-side", "--force-conflicts", "-k", "manifests")
+	after, err := kube.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after.Spec.Template.Spec.Containers[0].Image; got != image {
+		t.Errorf("image after the swap: %s, want %s", got, image)
+	}
+	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["Corefile"] != shippedCorefile(t) {
+		t.Errorf("Corefile after the swap:\n%s\nwant manifests/corefile's", cm.Data["Corefile"])
+	}
 }
 
 // TestSwapManifests runs the swap of docs/deploy.md on a cluster with
