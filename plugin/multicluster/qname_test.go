@@ -75,26 +75,6 @@ func TestParseRequestAllocatesNothing(t *testing.T) {
 	}
 }
 
-func TestInZone(t *testing.T) {
-	tests := []struct {
-		name, zone string
-		want       bool
-	}{
-		{"clusterset.local.", "clusterset.local.", true},
-		{"a.clusterset.local.", "clusterset.local.", true},
-		{"aclusterset.local.", "clusterset.local.", false},
-		{`a\.clusterset.local.`, "clusterset.local.", false},
-		{`a\\.clusterset.local.`, "clusterset.local.", true},
-		{"local.", "clusterset.local.", false},
-		{"anything.", ".", true},
-	}
-	for _, tc := range tests {
-		if got := inZone(tc.name, tc.zone); got != tc.want {
-			t.Errorf("inZone(%q, %q) = %v, want %v", tc.name, tc.zone, got, tc.want)
-		}
-	}
-}
-
 func FuzzParseRequest(f *testing.F) {
 	for _, s := range []string{"web.ns1.svc.clusterset.local.", "_http._tcp.web.ns1.svc.clusterset.local.", "a.b.c.web.ns1.svc.clusterset.local.", "..svc.clusterset.local.", `\..clusterset.local.`} {
 		f.Add(s)
