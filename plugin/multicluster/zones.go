@@ -25,14 +25,6 @@ func (m *Multicluster) matchZone(name string) (string, zoneKind) {
 			best, kind = z, zoneFallback
 		}
 	}
-	if kind == zoneNone && len(m.Zones) > 0 {
-		// A zone of "." matches everything, but has length 1: look again.
-		for _, z := range m.Zones {
-			if z == "." {
-				return z, zoneClusterset
-			}
-		}
-	}
 	return best, kind
 }
 
