@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -395,9 +396,27 @@ func startStandalone(t *testing.T, corefile string) *standaloneServer {
 	return s
 }
 
-// start runs the server (again) and waits until it is ready.
+// start runs the server (again) and waits until it is ready. Started
+// again, it first waits for its port to be free: its port came from the
+// ephemeral range, and while the server was away another process's
+// socket may have been given it for a moment.
 func (s *standaloneServer) start(t *testing.T) {
 	t.Helper()
+	if s.process != nil {
+		poll.Eventually(t, 30*time.Second, s.addr+" free to listen on again", func() (bool, string) {
+			u, err := net.ListenPacket("udp", s.addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			u.Close()
+			l, err := net.Listen("tcp", s.addr)
+			if err != nil {
+				return false, err.Error()
+			}
+			l.Close()
+			return true, ""
+		})
+	}
 	s.log, s.process, s.exited = harness.StartCoreDNSPID(t, "coredns-mcs standalone", binary, s.path, s.addr, s.isReady)
 }
 
