@@ -64,13 +64,10 @@ func capAnswer(r *dns.Msg, a answer) (answer, bool) {
 }
 
 // largestFit returns the largest i below hi whose size is at most
-// maxAnswerSize, sizes growing with i, size(0) fitting and sizeHi, hi's,
-// not. Past an answer's first targets, which carry most of the additional
-// records, its records are much of a size: once both ends are measured,
-// a probe goes where their sizes put the limit, and the next checks the
-// one after it; a probe that did not halve the range is followed by one
-// that does, so that it takes a few probes, never more than twice a
-// binary search's.
+// maxAnswerSize, given that size(0) fits and size(hi), sizeHi, does not.
+// Records past an answer's first targets are much of a size, so a probe
+// goes where the measured ends put the limit; a probe that did not halve the
+// range is followed by one that does: never twice a binary search's probes.
 func largestFit(hi, sizeHi int, size func(int) int) int {
 	lo, sizeLo, halve, next := 0, 0, false, 0
 	for hi-lo > 1 {

@@ -25,22 +25,12 @@ func userAgent() string {
 }
 
 // clientConfig returns the configuration of the plugin's clients: its user
-// agent, and no client-side rate limit (client-go's default is 5 requests a
-// second, bursts of 10: DefaultQPS and DefaultBurst in rest/config.go). A
-// list comes in pages of listPageSize (thinPages), asked one after the
-// other: 100,000 imports are 200 of them, which the default limit would
-// spread over 40 s at each start and relist. Each informer waits for the
-// answer to one request before it makes the next (a list page, then its
-// watch, renewed every 5 to 10 minutes; failures are retried with a
-// backoff), so the plugin has at most one request per informer in flight;
-// the API server's priority and fairness limits what it serves at once.
-//
-// The content type is left to the clients: client-go's typed clients of
-// built-in kinds (EndpointSlices, Services) ask for protobuf when none is
-// set (gentype.PrefersProtobuf in kubernetes/typed/discovery/v1/
-// endpointslice.go, Request.UseProtobufAsDefault in rest/request.go, of
-// client-go), as the kubernetes plugin asks for it explicitly; ServiceImports
-// and ClusterProperties, custom resources, come as JSON.
+// agent, and no client-side rate limit. client-go's default (5 a second,
+// bursts of 10: rest/config.go) would spread the 200 list pages of 100,000
+// imports over 40 s at each start and relist; each informer has one request
+// in flight at most, and the API server's priority and fairness does the rest.
+// The content type is the clients' own: protobuf for built-in kinds (client-go
+// rest/request.go), JSON for custom resources.
 func clientConfig(in *rest.Config) *rest.Config {
 	cfg := rest.CopyConfig(in)
 	cfg.UserAgent = userAgent()

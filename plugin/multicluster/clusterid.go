@@ -143,16 +143,10 @@ func (w *watcher) discoverClusterProperty(ctx context.Context) (string, bool) {
 }
 
 // clusterPropertyListWatch lists and watches the one ClusterProperty named
-// cluster.clusterset.k8s.io.
-//
-// The dynamic client decodes each object into a map of JSON values
-// (dynamic/simple.go and dynamic/scheme.go of k8s.io/client-go;
-// decodeToList and decodeToUnstructured in k8s.io/apimachinery
-// pkg/apis/meta/v1/unstructured/helpers.go): no field is parsed, timestamps
-// included, until it is read, and toClusterIDSpec reads only the name, the
-// resourceVersion and spec.value, which NestedString takes as empty when it
-// is not a string. Whatever the status or any other field holds, the list
-// and the watch decode.
+// cluster.clusterset.k8s.io. The dynamic client parses no field until it is
+// read (k8s.io/apimachinery pkg/apis/meta/v1/unstructured/helpers.go), and
+// toClusterIDSpec reads only the name, the resourceVersion and spec.value
+// (empty when not a string): whatever else the object holds, it decodes.
 func clusterPropertyListWatch(c dynamic.Interface, gvr schema.GroupVersionResource) *cache.ListWatch {
 	byName := func(o meta.ListOptions) meta.ListOptions {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", clusterIDProperty).String()

@@ -57,14 +57,12 @@ func (l *conflictLog) log(key serviceKey, changes []conflictChange) {
 	}
 }
 
-// localConflictLog bounds what the log says about addresses that a local
-// Service or endpoint holds and imports of another namespace claim. Those
-// are found when a PTR query asks (the local objects are the kubernetes
-// plugin's cache, whose changes the plugin does not follow), so each query
-// could log: an address is logged once a window, and at most limit
-// addresses are; the other queries are counted, and said in one line in a
-// later window. policy_decisions_total{rule="ptr_local_conflict"} counts
-// every query.
+// localConflictLog bounds what the log says about addresses a local Service
+// or endpoint holds and imports of another namespace claim. They are found
+// per PTR query (the plugin does not follow the kubernetes plugin's cache),
+// so an address is logged once a window, and at most limit of them; the rest
+// are counted in one later line.
+// policy_decisions_total{rule="ptr_local_conflict"} counts every query.
 type localConflictLog struct {
 	mu sync.Mutex
 	logWindow

@@ -15,9 +15,10 @@
 //     no cluster_id, one of the ClusterProperty that names the local cluster
 //     (clusterid.go). ServiceImports are decoded field by field (imports.go),
 //     so that one object Go cannot decode fails alone. Lists come in pages
-//     (pages.go), each object thinned as it arrives (slim.go); calls the API
-//     server refuses or does not answer are retried, and reported as the
-//     plugin's health (informer.go, apihealth.go).
+//     (pages.go), each object thinned as it arrives (slim.go), so that no
+//     list holds a whole resource at full size; calls the API server
+//     refuses or does not answer are retried, and reported as the plugin's
+//     health (informer.go, apihealth.go).
 //  2. Conversion (convert.go, spec.go, specialip.go, intern.go). Each object
 //     is reduced to a spec, what DNS needs of it, validated: parts that fail
 //     are dropped and logged within bounds (boundedlog.go); addresses no

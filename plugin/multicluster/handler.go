@@ -234,16 +234,13 @@ func (m *Multicluster) decideReverse(w dns.ResponseWriter, r *dns.Msg, name stri
 	m.decidePassOn(w, r, d)
 }
 
-// decidePassOn decides about a PTR query the plugin does not answer
-// itself, which goes on to the kubernetes plugin. That plugin names the
-// addresses of multicluster EndpointSlices it caches with an empty label
-// (host..ns.svc.zone: serviceRecordForIP in plugin/kubernetes/reverse.go),
-// an answer that cannot be sent. For an address cached by such a slice, and
-// no local Service's ClusterIP, the plugin answers instead: with the local
-// endpoint's name where one is at the address (in a namespace the
-// kubernetes plugin exposes), else as the kubernetes plugin does for an
-// address it does not know (its fallthrough, or NXDOMAIN with its SOA).
-// Any other query is passed on untouched.
+// decidePassOn decides about a PTR query the plugin does not answer itself.
+// The kubernetes plugin names the addresses of multicluster EndpointSlices it
+// caches with an empty label (serviceRecordForIP in plugin/kubernetes/
+// reverse.go), an answer that cannot be sent: for such an address that is no
+// local ClusterIP the plugin answers instead, with the local endpoint's name
+// if it has one, else as the kubernetes plugin does for an address it does not
+// know. Any other query is passed on untouched.
 func (m *Multicluster) decidePassOn(w dns.ResponseWriter, r *dns.Msg, d *decision) {
 	if m.local == nil {
 		return

@@ -19,34 +19,12 @@ import (
 const listPageSize = 500
 
 // thinPages returns lw with its list made of pages of listPageSize objects,
-// each object thinned (slim) as its page arrives, before the next page is
-// asked for.
-//
-// The reflector's own list holds every object of a resource at its full size
-// at once: its first list asks for resourceVersion "0", which kube-apiserver's
-// watch cache answers whole, ignoring the limit (computeListLimit in
-// k8s.io/apiserver pkg/storage/cacher/cacher.go), and a relist asks for the
-// last resourceVersion without a limit, which it also answers whole (the
-// reflector turns paging off for it, tools/cache/reflector.go). Only then
-// does the transform thin the objects, one by one as they are queued. At a
-// relist, after an API server restart or an expired watch, the full list came
-// on top of the stores and doubled a large cache's memory (the Scale section
-// of BENCHMARKS.md measured it). Paged, at most one page is in memory at its
-// full size; the rest of the list is already thin.
-//
-// Each list asks for the newest data (resourceVersion unset: a consistent
-// read), which is never older than what the reflector asked for. Its pages
-// are one snapshot: the continue token pins the resourceVersion of the first
-// page, which the list returns. kube-apiserver serves such a list and its
-// pages from the watch cache when etcd supports watch progress requests
-// (ConsistentReadSupported in pkg/storage/cacher/delegator of k8s.io/apiserver)
-// and from its snapshots (the ListFromCacheSnapshot feature, on by default
-// since 1.34, pkg/features/kube_features.go); otherwise from etcd, a page at
-// a time. A continue token that expired between two pages fails the list
-// with 410 Gone, and the reflector lists again from the newest data.
-//
-// The list returned is a meta/v1 List of the thinned objects: the reflector
-// reads only its resourceVersion and its items (tools/cache/reflector.go).
+// each thinned (slim) as its page arrives, before the next is asked for. The
+// reflector's own list comes whole (the watch cache ignores the limit of a
+// resourceVersion "0" list: computeListLimit in k8s.io/apiserver's
+// cacher.go; a relist sets none: client-go's reflector.go) and is thinned
+// after: a relist doubled a large cache's memory (BENCHMARKS.md, Scale). A
+// list's pages are one snapshot; an expired continue token fails it (410).
 func thinPages(lw *cache.ListWatch) *cache.ListWatch {
 	list := lw.ListWithContextFunc
 	return &cache.ListWatch{

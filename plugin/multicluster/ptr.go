@@ -28,14 +28,11 @@ const (
 )
 
 // pointer answers a PTR query, owner, for addr with the one name in zone
-// that addr points back to, or passes it on, and says why. The trust model
-// (docs/trust.md has it rule by rule, with its tests) gives an address to:
-// nobody outside reverse_ranges; a local Service (its derived imports'
-// name, if it is one's); a local endpoint; else the imports that claim it,
-// if they are of one namespace. Imports of another namespace than the
-// local object's are a conflict (ptrLocalConflict), passed on. One
-// namespace's names are ordered (comparePTR), so an address always
-// answers the same one.
+// that addr points back to, or passes it on, and says why. By the trust model
+// (docs/trust.md) an address is nobody's outside reverse_ranges, else a local
+// Service's (its derived import's name, if any), a local endpoint's, or that
+// of the imports of one namespace that claim it, first in comparePTR's order;
+// another namespace's claim on a local address passes it on (ptrLocalConflict).
 func (r *resolver) pointer(addr netip.Addr, owner, zone string) (answer, ptrVerdict) {
 	var buf [4]ptrTarget
 	refs := r.index.reverseLookup(addr, buf[:0])

@@ -41,15 +41,12 @@ func comparePTR(a, b ptrTarget) int {
 	)
 }
 
-// ptrClaim is one object's claim on an address: a slice of a headless
-// import, whose endpoints at the address point back to their host.cluster
-// names (or to the service's own name, those without one), or the view of a
-// ClusterSetIP import, whose own name the address points back to. The
-// reverse map holds the claim, not the names: they are found in the slice
-// or view when a PTR query asks, so that an endpoint costs the map one
-// entry of an address and two pointers. A slice claims by its sliceRef,
-// which its versions share: a changed slice moves the claims of the
-// addresses that changed, not of all.
+// ptrClaim is one object's claim on an address: a headless import's slice,
+// whose endpoints there point back to their host.cluster names (or to the
+// service's), or a ClusterSetIP import's view, which points back to its own
+// name. The map holds claims, not names, so an endpoint costs it one entry; a
+// slice claims by its sliceRef, which its versions share, so a changed slice
+// moves only the claims of the addresses that changed.
 type ptrClaim struct {
 	slice *sliceRef
 	view  *view
@@ -280,14 +277,12 @@ func (e endpoint) target(s *sliceSpec) ptrTarget {
 	return ptrTarget{key: s.key, host: e.host, cluster: s.cluster}
 }
 
-// eachUpdate calls f with each update of the reverse map that c makes. A
-// view's addresses move to its next version (each address of the new
-// view's claim in place of the old one's, then those of the old one that
-// it did not take are taken back); so do the addresses of a slice that came
-// or went, or whose next version has another sliceRef. A slice's next
-// version with the same sliceRef is compared with it endpoint by endpoint
-// (both are ordered by host, then address): only addresses that came or
-// went change.
+// eachUpdate calls f with each update of the reverse map that c makes. The
+// addresses of a view, or of a slice that came, went or has a new sliceRef,
+// move whole: the new claims first, then the old addresses the new one lacks
+// are released. A slice's next version with the same sliceRef is compared
+// endpoint by endpoint (both ordered by host, then address): only addresses
+// that came or went change.
 func (c claimChange) eachUpdate(f func(addr netip.Addr, old, new ptrClaim)) {
 	call := func(ip net.IP, old, new ptrClaim) {
 		if a, ok := netip.AddrFromSlice(ip); ok {

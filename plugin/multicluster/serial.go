@@ -8,19 +8,12 @@ import (
 	"time"
 )
 
-// serialClock is the zones' SOA serial, a Unix time in seconds. Changes
-// coalesce: all the changes made while no one has been handed the serial
-// share it, so that a thousand slice updates a second move it by at most one
-// a second, and it never runs ahead of the clock (unless the clock itself
-// goes back: the serial never does, RFC 1982).
-//
-// A change made after the serial was handed out (an SOA in an answer, a
-// zone transfer) still gets a newer one: in a later second, the first change
-// after a hand-out moves the serial to that second at once; within the same
-// second it marks the serial stale, and the next hand-out from the following
-// second on moves it to the clock. So a secondary told serial s before a
-// change is given a newer serial within a second of it, and the serial moves
-// no more than once a second however fast things change.
+// serialClock is the zones' SOA serial, a Unix time in seconds. Changes made
+// while nobody has been handed the serial share it, so it moves at most once
+// a second and never runs ahead of the clock. A change after a hand-out gets a
+// newer serial within a second: at once in a later second, else marked stale
+// for the next second's first hand-out. It never goes back, even when the
+// clock does (RFC 1982).
 type serialClock struct {
 	// v is the serial in its upper 32 bits, and the flags below.
 	v atomic.Uint64

@@ -18,23 +18,13 @@ type serviceSlices struct {
 	// ordered are the same slices by cluster, then name. A change replaces
 	// the list, never edits it: published views hold it.
 	ordered []*sliceSpec
-	// How many times each address and each host name occurs across the
-	// slices, and how many of them occur more than once: a view is built
-	// to de-duplicate its answers only while some do. Addresses are keyed
-	// by their bytes, by family. Names are counted only when they are
-	// endpoints' hostnames: two names made of addresses are equal only
-	// when the addresses are (dashedIP), which addrs counts. dashLike
-	// counts the hostnames that could be such a name, which an endpoint
-	// named by its address may repeat: while there are any, answers are
-	// de-duplicated.
-	//
-	// The counts are kept (counted) from the service's second slice on,
-	// until it has none: most services have one (one source cluster, up
-	// to 100 endpoints: the EndpointSlice controller's default), which
-	// says itself whether its answers need de-duplicating (selfDups), and
-	// its counts would cost every endpoint map entries for nothing. Once
-	// kept they stay, so that a slice that comes and goes beside a large
-	// one costs its own size, not a count of the large one's each time.
+	// How many times each address and each host name occurs across the slices,
+	// and how many occur more than once: views de-duplicate their answers only
+	// while some do. Names count endpoints' hostnames alone (addrs counts names
+	// made of addresses, dashedIP); dashLike counts hostnames that could be one.
+	// Counts are kept from a service's second slice on (counted) and then stay:
+	// most services have one slice, which says itself whether it repeats
+	// (selfDups), and a small slice beside a large one costs only its own size.
 	counted bool
 	// ports are the union of the slices' ports, ordered as views list
 	// them; views share it. portCounts counts how many slices list each

@@ -23,16 +23,12 @@ type informerStore interface {
 }
 
 // The stores of the ServiceImport and EndpointSlice informers are the
-// sources' own maps, seen through importStore and sliceStore: the informer
-// reads them, and its handler (importHandler, sliceHandler) is what writes
-// them, so that each spec is filed once. A second map keyed by
-// "namespace/name" strings would cost every import and every slice a map
-// entry and a key string for the whole life of the process.
-//
-// Add and Delete do nothing: the handler that newInformer calls right
-// after them files or withdraws the spec. Keys are "namespace/name"
-// (cache.MetaNamespaceKeyFunc, the queue's). A store sees the objects of
-// one namespace, or all (namespace ""), as its informer watches them.
+// sources' own maps, seen through importStore and sliceStore: the informer's
+// handler (importHandler, sliceHandler) writes them, so that each spec is
+// filed once, with no map of "namespace/name" keys beside. Add and Delete do
+// nothing: the handler newInformer calls right after files or withdraws the
+// spec. Keys are cache.MetaNamespaceKeyFunc's; a store sees its informer's
+// namespace, or all ("").
 
 // storeScope is the sources and the namespace ("": all) a store sees.
 type storeScope struct {

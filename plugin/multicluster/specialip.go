@@ -10,18 +10,11 @@ import (
 )
 
 // specialIP says why ip can be neither a ClusterSetIP nor an endpoint, or
-// returns "". The API server refuses the unspecified, loopback, link-local
-// and link-local multicast addresses in EndpointSlices (ValidateEndpointIP,
-// pkg/apis/core/validation/validation.go of Kubernetes); spec.ips of
-// a ServiceImport is not validated at all, so the plugin applies the same
-// rule there, and refuses more that no Service answers at: any multicast
-// address, the IPv4 broadcast address, 0.0.0.0/8, the clouds' metadata and
-// host addresses, and IPv6 addresses that stand for a refused IPv4 one. An
-// import must not be able to name 169.254.169.254 (a cloud's metadata
-// server) or 127.0.0.1 for its service, in any spelling.
-//
-// It runs for every endpoint address of every slice version: it allocates
-// nothing for an address it accepts.
+// returns "". It applies to spec.ips, which the API server leaves unchecked,
+// what it refuses in EndpointSlices (ValidateEndpointIP, Kubernetes'
+// pkg/apis/core/validation/validation.go), and more that no Service answers
+// at, in any spelling: multicast, broadcast, 0.0.0.0/8, the clouds' metadata
+// and host addresses. It allocates nothing for an address it accepts.
 func specialIP(ip net.IP) string {
 	if v4 := ip.To4(); v4 != nil { // also ::ffff:a.b.c.d, which is the same address
 		return specialIPv4(v4)

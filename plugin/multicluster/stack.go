@@ -6,12 +6,10 @@ package multicluster
 
 // Go grows a goroutine's stack by copying it and walking every frame, so a
 // copy deep in a call chain costs several times one near its top. The
-// kubernetes plugin's cluster.local lookup peaks just short of where an
-// 8 KiB stack must grow; this plugin's frame in front of it was enough to
-// add a copy deep inside client-go, nearly all of the plugin's toll on
-// cluster.local queries (BENCHMARKS.md, CPU profiles under load). So the
-// plugin grows the stack once, while it is shallow, before passing a query
-// on; a stack already large enough costs a compare and a call.
+// kubernetes plugin's cluster.local lookup peaks just short of where an 8 KiB
+// stack must grow, and this plugin's frame pushed that copy deep into
+// client-go (BENCHMARKS.md, CPU profiles): so the stack grows once, shallow,
+// before a query is passed on; one large enough costs a compare and a call.
 
 // stackReserve is the stack room reserveStack asks for. From the depth the
 // plugin runs at (about 1 KiB), it makes the runtime grow a goroutine's stack

@@ -14,15 +14,11 @@ import (
 
 // checkStandalone refuses a server block that would hand a name of the
 // plugin's zones to forward. A standalone coredns-mcs runs behind the
-// cluster's own DNS, which forwards clusterset.local, and the cluster.local
-// names its kubernetes plugin does not know, to it: a name the standalone
-// passed on to forward would go back upstream, often to that very DNS, which
-// forwards it here again (a loop), or off the cluster (a leak of cluster
-// names). So every name of the plugin's zones must end in an answer of this
-// block: the multicluster plugin's own, or the kubernetes plugin's, which
-// answers local Services, and NXDOMAIN with its SOA for what does not exist.
-// k is the block's kubernetes plugin (nil if none); forwards tells whether
-// the block has forward.
+// cluster's own DNS, which forwards those names to it: forwarded again, they
+// would loop back or leak off the cluster. Each must end in this block's
+// answer, the plugin's or the kubernetes plugin's (NXDOMAIN with its SOA for
+// what does not exist). k is the block's kubernetes plugin (nil if none);
+// forwards tells whether the block has forward.
 func (m *Multicluster) checkStandalone(k *kubernetes.Kubernetes, forwards bool) error {
 	where := fmt.Sprintf("standalone (Corefile line %d)", m.standaloneLine)
 	if len(m.Fallback) > 0 && k == nil {

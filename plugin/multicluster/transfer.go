@@ -16,17 +16,13 @@ import (
 // plugin is degraded: a partial zone must not reach a secondary.
 var errNotServing = errors.New("multicluster: the clusterset zone cannot be transferred until its caches have synced")
 
-// Transfer implements transfer.Transferer for the clusterset zones, so that
-// `transfer { to ... }` in the same server block serves AXFR, and IXFR as a
-// full transfer unless the client's serial is current. Reverse zones and
-// fallback zones are never transferred: the plugin answers only some of
-// their names.
-//
-// The zone holds the SOA (first and last), the NS, dns-version, and for each
-// import every name a query can be answered with: the service's A, AAAA and
-// SRV, each named port's SRV, and each headless endpoint's host.cluster A
-// and AAAA, as the resolver answers them at that moment, so a transfer and
-// individual queries agree.
+// Transfer implements transfer.Transferer for the clusterset zones: AXFR, and
+// IXFR as a full transfer unless the client's serial is current. Reverse and
+// fallback zones are never transferred: the plugin answers only some of their
+// names. The zone holds the SOA (first and last), the NS, dns-version, and
+// every name of each import a query is answered with (A, AAAA and SRV, named
+// ports' SRV, headless endpoints' host.cluster A and AAAA), as the resolver
+// answers them now, so that a transfer and queries agree.
 func (m *Multicluster) Transfer(zone string, serial uint32) (<-chan []dns.RR, error) {
 	zone = strings.ToLower(dns.Fqdn(zone))
 	if isReverseZone(zone) || !slices.Contains(m.Zones, zone) {

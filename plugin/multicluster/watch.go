@@ -165,19 +165,11 @@ func (w *watcher) watchNamespaces() []string {
 }
 
 // EndpointSlices and Services, unlike ServiceImports (imports.go), are
-// decoded whole by the typed clientset, in protobuf (clientConfig in
-// client.go). No value the API server accepts can fail that decoding, and so
-// no object can fail a list or a watch: the API server decoded and
-// validated each object into the same Go types before storing it, and
-// encodes what it serves from them; and the protobuf decoding of these kinds
-// parses no text. Timestamps are seconds and nanoseconds (Time.Unmarshal in
-// k8s.io/apimachinery pkg/apis/meta/v1/time_proto.go); strings are taken as
-// they are, unchecked (the Unmarshal methods of k8s.io/api discovery/v1 and
-// core/v1 generated.pb.go); the one field type whose decoding parses,
-// resource.Quantity (pkg/api/resource/quantity_proto.go, ParseQuantity), is
-// in neither kind. What fails is a list or an event whose bytes are broken
-// (k8s.io/apimachinery pkg/runtime/serializer/protobuf/protobuf.go), which
-// no valid object makes.
+// decoded whole by the typed clientset, in protobuf (clientConfig). No object
+// the API server stored can fail that: it decoded it into the same Go types,
+// and these kinds' protobuf decoding parses no text (k8s.io/api generated.pb.go
+// of discovery/v1 and core/v1; time_proto.go of k8s.io/apimachinery). Only
+// broken bytes fail a list or an event.
 func sliceListWatch(c kubernetes.Interface, ns string) *cache.ListWatch {
 	withLabel := func(o meta.ListOptions) meta.ListOptions {
 		o.LabelSelector = labelServiceName
