@@ -38,10 +38,10 @@
 //     service, for forward lookups, and the reverse map of which import
 //     claims each address, for PTR. Publishing a view moves the zones' SOA
 //     serial (serial.go) and logs changes of contested addresses
-//     (conflictlog.go). Changes of local Services move it too, but lazily:
-//     the resolver compares the local Services' change count when an SOA
-//     is asked for (resolver.serial), one atomic load on that path, rather
-//     than hooking every Service event for the few imports that read one.
+//     (conflictlog.go). Local Services' changes move it as an SOA is handed
+//     out (resolver.serial): the kubernetes plugin's cache has no event hook,
+//     only a change time (its controller.go). An SOA costs a few atomic
+//     loads, and one compare-and-swap per change.
 //  7. Resolve (resolve.go, ptr.go, records.go, capped.go). The resolver
 //     turns a parsed query name (qname.go) into records and an rcode:
 //     forward names from the index and from derived Services, read at query

@@ -59,7 +59,9 @@ func (c *serialClock) tick() {
 	}
 }
 
-// Load hands out the serial: the one to put in an SOA or a transfer.
+// Load hands out the serial: the one to put in an SOA or a transfer. Only
+// the first hand-out after a change writes (one compare-and-swap, marking
+// it handed), which is what lets changes nobody has seen share a serial.
 func (c *serialClock) Load() uint32 {
 	for {
 		old := c.v.Load()
