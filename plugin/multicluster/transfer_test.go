@@ -125,18 +125,3 @@ func TestTransfer(t *testing.T) {
 		t.Errorf("Transfer before sync succeeded")
 	}
 }
-
-func TestSerialBefore(t *testing.T) {
-	for _, tc := range []struct {
-		a, b uint32
-		want bool
-	}{
-		{1, 2, true}, {2, 1, false}, {5, 5, false},
-		{0xffffffff, 1, true}, // wrapped
-		{1, 0xffffffff, false},
-	} {
-		if got := serialBefore(tc.a, tc.b); got != tc.want {
-			t.Errorf("serialBefore(%d, %d) = %v, want %v", tc.a, tc.b, got, tc.want)
-		}
-	}
-}
