@@ -92,6 +92,9 @@ func check(ctx context.Context, o *options, stdout io.Writer) (int, error) {
 	if user != "" {
 		checkRBAC(ctx, c, kube, user, l)
 	}
+	if !l.standalone {
+		checkSwapOwner(ctx, c, kube, o)
+	}
 	cf, mcBlock := checkServerCorefile(ctx, c, kube, o, l)
 	if l.standalone {
 		frontReview(ctx, c, kube, l, cf)
