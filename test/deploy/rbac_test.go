@@ -567,7 +567,7 @@ func TestLocalCorefileRewrite(t *testing.T) {
 		t.Errorf("rewritten Corefile still has in-cluster addresses or forward:\n%s", got)
 	}
 	alone := localCorefile(t, shippedCorefile(t), ports{dns: 1, health: 2, ready: 3, metrics: 4}, "/kc", false)
-	if strings.Contains(alone, "kubernetes") || strings.Contains(alone, "pods insecure") || !strings.Contains(alone, "    cache 30\n") {
+	if strings.Contains(alone, "kubernetes") || strings.Contains(alone, "pods insecure") || !strings.Contains(alone, "    cache 30 {\n") {
 		t.Errorf("Corefile without the kubernetes block:\n%s", alone)
 	}
 }

@@ -132,3 +132,35 @@ func TestEndpointSliceObjectsAbsent(t *testing.T) {
 		})
 	}
 }
+
+// TestPendingNotHeldByCache: the shipped standalone Corefile's cache keeps
+// a pending denial for its 1 s TTL, not cache's default floor of 5 s
+// (manifests/standalone: denial 10000 5 1), so that an import answers
+// within a second of its address. A denial served from the cache says how
+// long it is still kept: its SOA TTL, at most 1 s.
+func TestPendingNotHeldByCache(t *testing.T) {
+	s := startStandalone(t, shippedStandaloneCorefile(t))
+	ns := namespace(t, "pendingcache")
+	ctx := context.Background()
+	si := createImport(t, newImport(ns, "web"))
+	name := "web." + ns + ".svc.clusterset.local."
+	poll.Eventually(t, propagation+10*time.Second, name+": a pending NODATA", func() (bool, string) {
+		r := s.query(t, "udp", name, dns.TypeA)
+		_, minttl, err := negativeTTL(r)
+		return err == nil && minttl <= 1, fmt.Sprint(r)
+	})
+	// The same question again, from the cache while it holds the answer.
+	for range 3 {
+		r := s.query(t, "udp", name, dns.TypeA)
+		if ttl, _, err := negativeTTL(r); err != nil || ttl > 1 {
+			t.Fatalf("%s again: SOA TTL %d (%v): the cache holds the pending denial longer than 1 s\n%v", name, ttl, err, r)
+		}
+	}
+	si.Spec.IPs = []string{"10.42.7.2"}
+	if _, err := mcs.MulticlusterV1beta1().ServiceImports(ns).Update(ctx, si, meta.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	expectAddresses(t, s.server, name, dns.TypeA, propagation+5*time.Second, "10.42.7.2")
+	t.Logf("the address answered %s after the update", time.Since(began).Round(10*time.Millisecond))
+}

@@ -214,10 +214,10 @@ func TestStandaloneLayout(t *testing.T) {
 			t.Fatal(err)
 		}
 		good := cm.Data["Corefile"]
-		if !strings.Contains(good, "\n    cache 5\n") {
-			t.Fatalf("the standalone Corefile has no line \"cache 5\":\n%s", good)
+		if !strings.Contains(good, "\n    cache 5 {\n") {
+			t.Fatalf("the standalone Corefile has no line \"cache 5 {\":\n%s", good)
 		}
-		s.setStandaloneCorefile(t, strings.Replace(good, "\n    cache 5\n", "\n    forward . /etc/resolv.conf\n    cache 5\n", 1))
+		s.setStandaloneCorefile(t, strings.Replace(good, "\n    cache 5 {\n", "\n    forward . /etc/resolv.conf\n    cache 5 {\n", 1))
 		s.expectOneFail(t, "ConfigMap kube-system/coredns-mcs: server block .:53 has forward", "(a loop)", "remove it (manifests/standalone/configmap.yaml)")
 		s.setStandaloneCorefile(t, good)
 		s.expectPass(t)

@@ -202,7 +202,9 @@ depend on each other; helm install, template and lint --strict fail on them.
 {{ include "coredns-mcs.stanzas" . | indent 4 }}
     prometheus :9153
     forward . /etc/resolv.conf
-    cache 30
+    cache 30 {
+        denial 10000 30 1
+    }
     loop
     reload
     loadbalance
@@ -217,7 +219,9 @@ depend on each other; helm install, template and lint --strict fail on them.
     ready
 {{ include "coredns-mcs.stanzas" . | indent 4 }}
     prometheus :9153
-    cache 5
+    cache 5 {
+        denial 10000 5 1
+    }
     reload
     loadbalance
 }
