@@ -109,14 +109,12 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
 }
 
-// BenchmarkLookupDuringChurn times cluster.local lookups of a local
-// Service (passed on, as nearly every query in a cluster is) while a 10k
-// endpoint headless import goes through a rolling update, one slice event
-// every churnEvery (a rolling update of a large Deployment), against the
-// same lookups without it. It reports the p99, p99.9 and maximum of the
-// lookups and how many slice events ran meanwhile. The lookups and the
-// events must run in parallel, as the informer and the server's
-// goroutines do: it needs two CPUs.
+// BenchmarkLookupDuringChurn times cluster.local lookups of a local Service
+// (passed on, as nearly every query is) while a 10k endpoint headless import
+// goes through a rolling update, one slice event every churnEvery, against
+// the same lookups without it: the p99, p99.9 and maximum, and how many
+// events ran meanwhile. Lookups and events run in parallel, as the informer
+// and the server's goroutines do: it needs two CPUs.
 func BenchmarkLookupDuringChurn(b *testing.B) {
 	if runtime.GOMAXPROCS(0) < 2 {
 		b.Skip("needs GOMAXPROCS >= 2: the lookups and the slice events run in parallel")

@@ -120,14 +120,12 @@ func (f *fakeKubeAPI) slice(ns, svc string, addrs ...string) {
 }
 
 // hiddenCluster is a plugin in front of the real kubernetes plugin, whose
-// cache holds a namespace "hidden" that the kubernetes plugin does not
-// expose, by its namespaces option (labels false) or by namespace_labels
-// (labels true): a Service with ClusterIP 10.96.9.9 and an endpoint
-// secret-host at 10.244.9.9, which a multicluster slice of namespace aaa,
-// without a source-cluster label, lists too, with the ClusterIP; and an
-// endpoint of the exposed namespace demo at 10.244.9.10, listed by that
-// slice as well. With imported, the plugin serves the slice too, as the
-// import aaa/x's.
+// cache holds a namespace "hidden" it does not expose (namespaces option, or
+// namespace_labels with labels): a Service with ClusterIP 10.96.9.9 and an
+// endpoint secret-host at 10.244.9.9, both listed by a multicluster slice of
+// namespace aaa without a source-cluster label, which also lists 10.244.9.10,
+// an endpoint of the exposed namespace demo. With imported, the plugin serves
+// the slice too, as the import aaa/x's.
 func hiddenCluster(t *testing.T, labels, imported bool) (*Multicluster, *nextHandler) {
 	t.Helper()
 	cache := &fakeKubeAPI{namespaces: []string{"demo", "aaa", "hidden"}}

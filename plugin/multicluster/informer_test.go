@@ -110,12 +110,10 @@ func (a *restartingAPI) start() {
 
 // TestInformerFollowsRestartedAPIServer stops the API server long enough for
 // client-go's reflector back-off to grow past 6 s, and starts it again: the
-// informer lists again, and so sees what changed meanwhile, within 5 s of
-// the API server answering. With the reflector's own loop it waited the
-// back-off the failed watches of the outage had grown to, once more after
-// the new API server's 410 Gone: 6.4 s at the least after a 6 s outage, up
-// to a minute after a longer one. A second, shorter outage right after the
-// first is followed as soon.
+// informer lists again, and so sees what changed meanwhile, within 5 s of the
+// API server answering, rather than after the back-off the outage grew (the
+// reflector's own loop: 6.4 s at the least). A second, shorter outage right
+// after the first is followed as soon.
 func TestInformerFollowsRestartedAPIServer(t *testing.T) {
 	api := newRestartingAPI()
 	store := newStore(nil)

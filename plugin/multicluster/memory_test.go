@@ -176,16 +176,9 @@ const (
 
 // TestRetainedPerImportBudget keeps the cache lean: make bench found the
 // kubernetes plugin keeping about 880 to 930 bytes per Service, and the
-// plugin keeps less per import. The plugin kept 868 bytes before its
-// informers queued in a RealFIFO, thinned objects and shared strings and
-// port lists, 701 after (of which the PTR map held about 170, the index's
-// and the sources' maps about 80 each, the informer's store about 90, the
-// spec itself 176), 573 once the PTR map held each address's claim (a
-// pointer to the view) by the address's bytes instead of a list of names
-// by netip.Addr, and 557 with the Services of one controller's annotation
-// behind a pointer (a spec of 160 bytes), 468 once the informer's store
-// was the sources' own map instead of a second one keyed by strings; the
-// budget is that with room for the collector's noise.
+// plugin keeps about 470 per import, down from 868 (thinned objects, shared
+// strings, a PTR map of claims, the sources' maps as the informers' stores);
+// the budget is that with room for the collector's noise.
 func TestRetainedPerImportBudget(t *testing.T) {
 	const budget = 500
 	per := retainedPerImport(t, 10000)
@@ -208,12 +201,8 @@ func BenchmarkRetainedPerEndpoint(b *testing.B) {
 
 // TestRetainedPerEndpointBudget: what a headless import's endpoints, from
 // 255 clusters, cost each (slice specs, the sources' counts of addresses and
-// names, the PTR map). 389 bytes at first: the PTR map about 150, the counts
-// about 110, the endpoint itself about 115. 121 once the PTR map held each
-// address's claim (a pointer to its slice) by the address's bytes, the
-// counts keyed addresses by their bytes and counted hostnames alone (not
-// names made of addresses), and the endpoint lost its cluster (its slice's)
-// and the room its list had to grow; the budget is the target.
+// names, the PTR map's claims by address bytes): about 120 bytes, from 389 at
+// first; the budget is the target.
 func TestRetainedPerEndpointBudget(t *testing.T) {
 	const budget = targetPerEndpoint
 	per := retainedPerEndpoint(t, 255, 100)

@@ -16,15 +16,12 @@ import (
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The reverse map (reverseindex.go) is kept up to date change by change: a
-// changed slice moves the claims of the addresses that changed, a view
-// those of its own, the imports of derived Services are relinked as
-// annotations come and go. TestReverseMapAgainstModel applies random
-// sequences of changes of imports, slices and local Services to the
-// plugin, and to a model that keeps the objects alone and works every
-// PTR answer out from scratch, by the rules of docs/trust.md; after each
-// change, every address of the universe must get the same answer from
-// both, and the reverse map and the conflicts gauge must hold as many
+// The reverse map (reverseindex.go) is kept up to date change by change.
+// TestReverseMapAgainstModel applies random sequences of changes of imports,
+// slices and local Services to the plugin, and to a model that keeps the
+// objects alone and works every PTR answer out from scratch (docs/trust.md);
+// after each change, every address of the universe must get the same answer
+// from both, and the reverse map and the conflicts gauge must hold as many
 // addresses as the model finds claimed, and contested.
 
 // The universe: two namespaces, two services each, and the addresses

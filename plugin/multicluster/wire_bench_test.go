@@ -15,13 +15,10 @@ import (
 
 // BenchmarkHostileWire: what a small UDP query can make the server send to
 // the address it bears, which a third party can forge: a headless import of
-// 1,000 named endpoints, asked A and SRV over UDP by a client that
-// advertises the largest EDNS0 buffer. The reply goes through the writer
-// CoreDNS's server wraps every reply in (request.ScrubWriter, which cuts it
-// to the buffer the query advertises), so its size is what goes on the
-// wire. It reports the reply's octets and the amplification, the reply's
-// size over the query's. The file needs only what every revision since the
-// hostile benchmarks has, so that make bench runs it on an older one too.
+// 1,000 named endpoints, asked A and SRV over UDP with the largest EDNS0
+// buffer, through CoreDNS's request.ScrubWriter, so that the size is the
+// wire's. It reports the reply's octets and the amplification. The file uses
+// only what every revision since the hostile benchmarks has, for make bench.
 func BenchmarkHostileWire(b *testing.B) {
 	m, _ := newTestPlugin(b, []importDef{{ns: "aaa", name: "db", typ: "Headless"}}, fakeLocal{})
 	eps := make([]discovery.Endpoint, 1000)
