@@ -193,3 +193,13 @@ func TestMaxImportAddresses(t *testing.T) {
 		t.Errorf("max_import_addresses 500: limit %d, error %v", parsed.sources.policy.addressLimit(), err)
 	}
 }
+
+// TestUDPBufferFloor: a buffer advertised below 512 octets counts as 512
+// (RFC 6891, 6.2.5): the reply fills 512 octets, not the smaller buffer.
+func TestUDPBufferFloor(t *testing.T) {
+	m := bigPortedHeadlessPlugin(t)
+	r, size := askWire(t, m, "db.big.svc.clusterset.local.", dns.TypeA, 100, false)
+	if size <= 400 || size > dns.MinMsgSize || !r.Truncated {
+		t.Errorf("a 100-octet buffer: %d octets, TC %v; want over 400 and at most %d, TC", size, r.Truncated, dns.MinMsgSize)
+	}
+}
