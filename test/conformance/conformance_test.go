@@ -16,6 +16,7 @@ package conformance
 import (
 	"compress/gzip"
 	"context"
+	"debug/buildinfo"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -32,6 +33,7 @@ import (
 
 	"github.com/coredns-mcs/coredns-mcs/internal/front"
 	"github.com/coredns-mcs/coredns-mcs/internal/ociimage"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/cresolve"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/node"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
@@ -67,6 +69,7 @@ func TestDNSConformance(t *testing.T) {
 	suite := testbin.Binary(t, "conformance", "dnsconformance")
 	agnhost := testbin.Binary(t, "conformance", "agnhost")
 	work := t.TempDir()
+	kubeVersion := checkSources(t, root, suite)
 
 	began := time.Now()
 	ours, err := harness.CoreDNSBinary(work)
@@ -77,17 +80,23 @@ func TestDNSConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	versions := fmt.Sprintf("Kubernetes %s (the node, and the module the specs are built from); `coredns -version`: stock %s, coredns-mcs %s",
+		kubeVersion, binaryVersion(t, stock), binaryVersion(t, ours))
+	t.Log(versions)
 	images := []string{
 		coreDNSImage(t, ours, mcsImageName+":"+mcsImageTag, filepath.Join(work, "coredns-mcs.tar")),
 		coreDNSImage(t, stock, stockImage, filepath.Join(work, "stock.tar")),
-		probeImage(t, filepath.Join(work, "agnhost.tar"), agnhostImage, agnhost),
-		probeImage(t, filepath.Join(work, "glibc.tar"), glibcImage, ""),
+		probeImage(t, t.Context(), filepath.Join(work, "agnhost.tar"), agnhostImage, musl, agnhost),
+		probeImage(t, t.Context(), filepath.Join(work, "glibc.tar"), glibcImage, glibc, ""),
 	}
 	t.Logf("images built in %.1fs", time.Since(began).Seconds())
 
 	n := node.ForTest(t, node.Options{InstallCRDs: true, Images: images})
 	ctx, cancel := context.WithTimeout(t.Context(), 40*time.Minute)
 	defer cancel()
+	if v, err := n.Client.Discovery().ServerVersion(); err != nil || v.GitVersion != kubeVersion {
+		t.Fatalf("the node runs Kubernetes %v (%v), the specs are %s's", v, err, kubeVersion)
+	}
 	kubectl := func(input string, args ...string) string {
 		t.Helper()
 		var in *strings.Reader
@@ -159,6 +168,12 @@ func TestDNSConformance(t *testing.T) {
 
 	for _, name := range []string{"stock", "coredns-mcs"} {
 		r := reports[name]
+		if !r.succeeded {
+			t.Errorf("%s: the suite did not succeed (exit: %v)", name, r.exit)
+		}
+		for _, f := range r.suiteFailures {
+			t.Errorf("%s: %s", name, f)
+		}
 		if len(r.specs) != conformanceSpecs {
 			t.Errorf("%s: %d DNS conformance specs ran, want %d: %v", name, len(r.specs), conformanceSpecs, r.names())
 		}
@@ -172,17 +187,26 @@ func TestDNSConformance(t *testing.T) {
 		t.Errorf("the runs ran different specs:\nstock %v\ncoredns-mcs %v", a, b)
 	}
 	table := reportTable(reports["stock"], reports["coredns-mcs"])
-	t.Log("\n" + table)
+	t.Log("\n" + versions + "\n\n" + table)
 	if os.Getenv("CONFORMANCE_UPDATE_DOCS") != "" && !t.Failed() {
-		updateDocs(t, filepath.Join(root, "docs", "conformance.md"), table)
+		updateDocs(t, filepath.Join(root, "docs", "conformance.md"), versions, table)
 	}
 }
 
-// runReport is what one run of the suite reported: the specs focus picked.
+// runReport is what one run of the suite reported: the specs focus picked,
+// and the suite's own counts and outcome.
 type runReport struct {
 	label    string
 	duration time.Duration
+	exit     error
 	specs    []specReport
+	// total is how many specs the binary holds, willRun how many of them
+	// the focus picked (Ginkgo's PreRunStats).
+	total, willRun int
+	succeeded      bool
+	// suiteFailures are the failures of the suite's set-up and tear-down
+	// nodes (SynchronizedBeforeSuite...), which no spec reports.
+	suiteFailures []string
 }
 
 func (r *runReport) names() []string {
@@ -198,6 +222,7 @@ func (r *runReport) names() []string {
 // read here.
 type specReport struct {
 	ContainerHierarchyTexts []string
+	LeafNodeType            string
 	LeafNodeText            string
 	State                   string
 	RunTime                 time.Duration
@@ -237,24 +262,32 @@ func runSuite(t *testing.T, ctx context.Context, n *node.Node, suite, work, labe
 		t.Fatal(err)
 	}
 	err := cmd.Wait()
-	r := &runReport{label: label, duration: time.Since(began)}
+	r := &runReport{label: label, duration: time.Since(began), exit: err}
 	t.Logf("%s: the suite ran %.0fs (%v)", label, r.duration.Seconds(), err)
 	data, rerr := os.ReadFile(reportFile)
 	if rerr != nil {
 		t.Fatalf("%s: no report (%v); the suite said:\n%s", label, rerr, tail(out.String(), 60))
 	}
 	var reports []struct {
-		SpecReports []specReport
+		SuiteSucceeded bool
+		PreRunStats    struct{ TotalSpecs, SpecsThatWillRun int }
+		SpecReports    []specReport
 	}
 	if err := json.Unmarshal(data, &reports); err != nil {
 		t.Fatalf("%s: %s: %v", label, reportFile, err)
 	}
+	if len(reports) != 1 {
+		t.Fatalf("%s: %s holds %d suite reports, want 1", label, reportFile, len(reports))
+	}
+	rep := reports[0]
+	r.total, r.willRun, r.succeeded = rep.PreRunStats.TotalSpecs, rep.PreRunStats.SpecsThatWillRun, rep.SuiteSucceeded
 	picked := regexp.MustCompile(focus)
-	for _, rep := range reports {
-		for _, s := range rep.SpecReports {
-			if s.LeafNodeText != "" && picked.MatchString(s.name()) {
-				r.specs = append(r.specs, s)
-			}
+	for _, s := range rep.SpecReports {
+		switch {
+		case s.LeafNodeType == "It" && picked.MatchString(s.name()):
+			r.specs = append(r.specs, s)
+		case s.LeafNodeType != "It" && s.State != "passed" && s.State != "skipped":
+			r.suiteFailures = append(r.suiteFailures, fmt.Sprintf("%s %s: %s", s.LeafNodeType, s.State, s.Failure.Message))
 		}
 	}
 	slices.SortFunc(r.specs, func(a, b specReport) int { return strings.Compare(a.name(), b.name()) })
@@ -262,7 +295,7 @@ func runSuite(t *testing.T, ctx context.Context, n *node.Node, suite, work, labe
 	for _, s := range r.specs {
 		states[s.State]++
 	}
-	t.Logf("%s: %d specs picked, by state %v", label, len(r.specs), states)
+	t.Logf("%s: %d specs picked (the binary holds %d, the focus picked %d), by state %v", label, len(r.specs), r.total, r.willRun, states)
 	if err != nil {
 		t.Logf("%s: the suite's output ends:\n%s", label, tail(out.String(), 60))
 	}
@@ -274,7 +307,8 @@ func tail(s string, lines int) string {
 	return strings.Join(l[max(0, len(l)-lines):], "\n")
 }
 
-// reportTable is the Markdown table of the two runs, spec by spec.
+// reportTable is the Markdown table of the two runs, spec by spec, then
+// the specs by state, as each run's report counts them.
 func reportTable(stock, ours *runReport) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| spec | %s | %s |\n|---|---|---|\n", stock.label, ours.label)
@@ -282,26 +316,45 @@ func reportTable(stock, ours *runReport) string {
 	for _, s := range ours.specs {
 		theirs[s.name()] = s
 	}
-	passed := map[*runReport]int{}
 	for _, s := range stock.specs {
-		o := theirs[s.name()]
+		o, ok := theirs[s.name()]
+		if !ok {
+			o.State = "not run"
+		}
 		fmt.Fprintf(&b, "| %s | %s (%.0f s) | %s (%.0f s) |\n", s.name(), s.State, s.RunTime.Seconds(), o.State, o.RunTime.Seconds())
 	}
+	count := func(r *runReport, state string) int {
+		n := 0
+		for _, s := range r.specs {
+			if s.State == state {
+				n++
+			}
+		}
+		return n
+	}
+	// Ginkgo's states: passed, skipped, pending, failed, aborted,
+	// panicked, interrupted, timedout.
+	states := []string{"passed", "failed", "skipped"}
 	for _, r := range []*runReport{stock, ours} {
 		for _, s := range r.specs {
-			if s.State == "passed" {
-				passed[r]++
+			if !slices.Contains(states, s.State) {
+				states = append(states, s.State)
 			}
 		}
 	}
-	fmt.Fprintf(&b, "| **passed** | **%d of %d** (%.0f s) | **%d of %d** (%.0f s) |\n",
-		passed[stock], len(stock.specs), stock.duration.Seconds(), passed[ours], len(ours.specs), ours.duration.Seconds())
+	for _, state := range states {
+		fmt.Fprintf(&b, "| **%s** | **%d of %d** | **%d of %d** |\n", state, count(stock, state), len(stock.specs), count(ours, state), len(ours.specs))
+	}
+	run := func(r *runReport) string {
+		return fmt.Sprintf("%.0f s; the focus picked %d of the binary's %d specs", r.duration.Seconds(), r.willRun, r.total)
+	}
+	fmt.Fprintf(&b, "| the suite's run | %s | %s |\n", run(stock), run(ours))
 	return b.String()
 }
 
 // updateDocs puts table between the markers of docs/conformance.md, with
 // the date and the tree's commit.
-func updateDocs(t *testing.T, path, table string) {
+func updateDocs(t *testing.T, path, versions, table string) {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -313,8 +366,8 @@ func updateDocs(t *testing.T, path, table string) {
 		t.Fatalf("%s has no markers %q and %q", path, begin, end)
 	}
 	commit, _ := exec.Command("git", "-C", filepath.Dir(path), "rev-parse", "--short", "HEAD").Output()
-	stamp := fmt.Sprintf("One run, %s, at commit %s (its tree, with the run's own changes if any), on a 2-core machine:\n\n",
-		time.Now().UTC().Format("15:04 UTC, 2006-01-02"), strings.TrimSpace(string(commit)))
+	stamp := fmt.Sprintf("One run, %s, at commit %s (its tree, with the run's own changes if any), on a %d-core machine. %s.\n\n",
+		time.Now().UTC().Format("15:04 UTC, 2006-01-02"), strings.TrimSpace(string(commit)), runtime.NumCPU(), versions)
 	updated := string(data[:i+len(begin)]) + stamp + table + string(data[j:])
 	if err := os.WriteFile(path, []byte(updated), 0o644); err != nil {
 		t.Fatal(err)
@@ -339,36 +392,76 @@ func platform() v1.Platform { return v1.Platform{OS: "linux", Architecture: runt
 
 // probeApplets are the busybox commands the specs' probe scripts and
 // pods run (createProbeCommand in test/e2e/network/dns_common.go: a
-// shell loop of seq, test, echo and sleep around dig and getent).
-var probeApplets = []string{"sh", "seq", "test", "[", "echo", "sleep", "cat", "grep", "ls", "true", "false", "mkdir", "env"}
+// shell loop of seq, test, echo and sleep around dig and getent), and awk
+// for muslGetent.
+var probeApplets = []string{"sh", "seq", "test", "[", "echo", "sleep", "cat", "grep", "ls", "true", "false", "mkdir", "env", "awk"}
+
+// muslGetent is the agnhost image's getent: `getent hosts NAME...` through
+// musl's getaddrinfo (test/internal/cresolve's resolve.c, linked
+// statically with musl at node.MuslResolver), one "ADDRESS NAME" line an
+// address, exit status 2 when a name has none; any other database, or no
+// name, exits 1. The probes read only whether it prints (createProbeCommand:
+// test -n "$(getent hosts NAME)").
+const muslGetent = `#!/bin/sh
+[ "$1" = hosts ] && [ $# -ge 2 ] || exit 1
+shift
+` + node.MuslResolver + ` "$@" | awk '$3 == "ok" { n = split($4, a, ","); for (i = 1; i <= n; i++) print a[i], $2; next } { missing = 1 } END { exit missing ? 2 : 0 }'
+`
+
+// The C library of a probe image's getent: the specs probe with both, in
+// two containers of one pod ("musl" in agnhost, "glibc" in
+// glibc-dns-testing: dnsQuerier in test/e2e/network/dns.go).
+const (
+	musl  = "musl"
+	glibc = "glibc"
+)
 
 // probeImage writes an image the DNS specs' probes run in: Debian's
-// static busybox for the shell, this machine's dig and glibc's getent with
-// the libraries ldd lists for them, and, when agnhost is set, the agnhost
-// binary of the suite's own module as /agnhost, the entrypoint, as the
-// agnhost image has it (test/images/agnhost/Dockerfile of
-// k8s.io/kubernetes v1.37.1). glibc-dns-testing is a Debian image with
-// dnsutils (test/images/glibc-dns-testing/Dockerfile); getent is glibc's
-// in both here.
-func probeImage(t *testing.T, archive, ref, agnhost string) string {
+// static busybox for the shell, this machine's dig with the libraries ldd
+// lists for it, and getent through a C library's resolver, which is what
+// the two probe containers differ in here (dig is this machine's, glibc's,
+// in both, where upstream's agnhost has Alpine's): agnhost is an Alpine image
+// (test/images/agnhost/BASEIMAGE of k8s.io/kubernetes v1.37.1), so musl,
+// and glibc-dns-testing a Debian one with dnsutils
+// (test/images/glibc-dns-testing/Dockerfile), so glibc. libc musl gives
+// getent as muslGetent; glibc gives this machine's glibc getent. When
+// agnhost is set, the image also has the agnhost binary of the suite's own
+// module as /agnhost, its entrypoint, as test/images/agnhost/Dockerfile
+// has it.
+func probeImage(t *testing.T, ctx context.Context, archive, ref, libc, agnhost string) string {
 	t.Helper()
 	var programs []string
 	for _, name := range []string{"busybox", "dig", "getent"} {
 		p, err := exec.LookPath(name)
 		if err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is needed for the probe images: %v", name, err)
-			}
-			t.Skipf("skipping: %s is needed for the probe images: %v", name, err)
+			harness.Unavailable(t, "%s is needed for the probe images: %v", name, err)
 		}
 		programs = append(programs, p)
 	}
-	files, err := ociimage.Programs(programs[1], programs[2])
+	busybox, dig, getent := programs[0], programs[1], programs[2]
+	var files []ociimage.File
+	var err error
+	switch libc {
+	case glibc:
+		files, err = ociimage.Programs(dig, getent)
+	case musl:
+		files, err = ociimage.Programs(dig)
+		if err == nil {
+			var resolver string
+			if resolver, err = muslResolver(ctx); err == nil {
+				files = append(files,
+					ociimage.Copy(node.MuslResolver, 0o755, resolver),
+					ociimage.Regular("/usr/bin/getent", 0o755, []byte(muslGetent)))
+			}
+		}
+	default:
+		err = fmt.Errorf("libc %q", libc)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	files = append(files,
-		ociimage.Copy("/bin/busybox", 0o755, programs[0]),
+		ociimage.Copy("/bin/busybox", 0o755, busybox),
 		ociimage.Regular("/etc/nsswitch.conf", 0o644, []byte("hosts: files dns\n")),
 		ociimage.Regular("/etc/passwd", 0o644, []byte("root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")),
 		ociimage.Regular("/etc/group", 0o644, []byte("root:x:0:\nnogroup:x:65534:\n")),
@@ -381,7 +474,7 @@ func probeImage(t *testing.T, archive, ref, agnhost string) string {
 	if agnhost != "" {
 		files = append(files, ociimage.Copy("/agnhost", 0o755, agnhost))
 		config.Entrypoint = []string{"/agnhost"}
-		config.Cmd = nil
+		config.Cmd = []string{"pause"}
 	}
 	layer, err := ociimage.Layer(files, ociimage.LayerOptions{Level: gzip.BestSpeed})
 	if err != nil {
@@ -395,6 +488,20 @@ func probeImage(t *testing.T, archive, ref, agnhost string) string {
 		t.Fatal(err)
 	}
 	return archive
+}
+
+// muslResolver returns resolve.c linked statically with musl, built
+// (cresolve.Build) into the cache the node's dnsutils image uses.
+func muslResolver(ctx context.Context) (string, error) {
+	if _, err := exec.LookPath("musl-gcc"); err != nil {
+		return "", fmt.Errorf("musl-gcc (Debian: musl-tools) builds the musl probe's getent: %w", err)
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	m, _, err := cresolve.Build(ctx, filepath.Join(cache, "coredns-mcs", "node"))
+	return m, err
 }
 
 // copyManifests copies manifests/ into work and sets the image tag in the
@@ -418,4 +525,82 @@ func copyManifests(t *testing.T, root, work, tag string) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// checkSources checks what this test assumes of k8s.io/kubernetes against
+// the source the specs are built from (the conformance set's version of the
+// module, in the module cache), and returns that version: the suite binary
+// was built from it; dns.go holds conformanceSpecs ConformanceIt specs;
+// kubeadm deploys CoreDNS at front.KubeadmCoreDNSVersion
+// (cmd/kubeadm/app/constants/constants.go); and the specs' images are
+// agnhostImage and glibcImage (test/utils/image/manifest.go).
+func checkSources(t *testing.T, root, suite string) string {
+	t.Helper()
+	cmd := exec.Command("go", "mod", "download", "-json", "k8s.io/kubernetes")
+	cmd.Dir = filepath.Join(root, "test", "testbin", "conformance")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	var mod struct{ Dir, Version, Error string }
+	if err == nil {
+		err = json.Unmarshal(out, &mod)
+	}
+	if err != nil || mod.Dir == "" {
+		t.Fatalf("go mod download k8s.io/kubernetes in %s: %v %s", cmd.Dir, err, mod.Error)
+	}
+	info, err := buildinfo.ReadFile(suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := ""
+	for _, d := range info.Deps {
+		if d.Path == "k8s.io/kubernetes" {
+			built = d.Version
+		}
+	}
+	if built != mod.Version {
+		t.Fatalf("%s is built from k8s.io/kubernetes %q, the set's go.mod requires %s", suite, built, mod.Version)
+	}
+	read := func(rel string) string {
+		data, err := os.ReadFile(filepath.Join(mod.Dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	find := func(rel, expr string) string {
+		m := regexp.MustCompile(expr).FindStringSubmatch(read(rel))
+		if m == nil {
+			t.Fatalf("%s of k8s.io/kubernetes %s: no match for %s", rel, mod.Version, expr)
+		}
+		return m[1]
+	}
+	if n := strings.Count(read("test/e2e/network/dns.go"), "framework.ConformanceIt("); n != conformanceSpecs {
+		t.Errorf("test/e2e/network/dns.go of k8s.io/kubernetes %s has %d ConformanceIt specs, this test expects %d", mod.Version, n, conformanceSpecs)
+	}
+	if v := find("cmd/kubeadm/app/constants/constants.go", `\bCoreDNSVersion\s*=\s*"([^"]+)"`); v != "v"+front.KubeadmCoreDNSVersion {
+		t.Errorf("kubeadm %s deploys CoreDNS %s, this test runs %s as the stock one", mod.Version, v, front.KubeadmCoreDNSVersion)
+	}
+	const manifest = "test/utils/image/manifest.go"
+	registry := find(manifest, `PromoterE2eRegistry:\s*"([^"]+)"`)
+	for id, want := range map[string]string{"Agnhost": agnhostImage, "GlibcDnsTesting": glibcImage} {
+		m := regexp.MustCompile(`configs\[` + id + `\]\s*=\s*Config\{list\.PromoterE2eRegistry,\s*"([^"]+)",\s*"([^"]+)"\}`).FindStringSubmatch(read(manifest))
+		if m == nil {
+			t.Fatalf("%s of k8s.io/kubernetes %s: no configs[%s] in the e2e registry", manifest, mod.Version, id)
+		}
+		if got := registry + "/" + m[1] + ":" + m[2]; got != want {
+			t.Errorf("the specs run %s as %s, this test builds %s", id, got, want)
+		}
+	}
+	return mod.Version
+}
+
+// binaryVersion is the first line of a coredns binary's -version.
+func binaryVersion(t *testing.T, binary string) string {
+	t.Helper()
+	out, err := exec.Command(binary, "-version").Output()
+	if err != nil {
+		t.Fatalf("%s -version: %v", binary, err)
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
 }
