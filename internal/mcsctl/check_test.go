@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/coredns-mcs/coredns-mcs/internal/front"
 )
@@ -96,6 +97,30 @@ func TestCheckClusterProperty(t *testing.T) {
 // TestFrontReviewReadTimeout: check warns where the front's CoreDNS has
 // forward's read_timeout (1.14.5 on) but the blocks forwarding to
 // coredns-mcs do not set it, naming kubectl mcs front with the version;
+
+// kubeadmFront returns kubeadm's objects with the front's blocks written
+// for CoreDNS written merged into the Corefile, and the Deployment's image
+// tagged image (none when empty: the version is unknown).
+func kubeadmFront(t *testing.T, image, written string) []runtime.Object {
+	t.Helper()
+	servers, err := front.Options{Standalone: testStandaloneIP, ReverseCIDRs: []string{"10.42.0.0/16"}, CoreDNSVersion: written}.Servers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := platformObjects("kubeadm")
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *corev1.ConfigMap:
+			if o.Name == "coredns" {
+				o.Data["Corefile"] = front.Merge(front.KubeadmCorefile, front.Corefile(servers))
+			}
+		case *appsv1.Deployment:
+			o.Spec.Template.Spec.Containers[0].Image = strings.TrimSuffix("registry.k8s.io/coredns/coredns:v"+image, ":v")
+		}
+	}
+	return objs
+}
+
 // not where they set it, nor on a CoreDNS without it.
 func TestFrontReviewReadTimeout(t *testing.T) {
 	for _, tc := range []struct {
@@ -108,21 +133,7 @@ func TestFrontReviewReadTimeout(t *testing.T) {
 		{"1.14.4", "", false},
 		{"", "", false}, // no version in the tag: unknown
 	} {
-		servers, err := front.Options{Standalone: testStandaloneIP, ReverseCIDRs: []string{"10.42.0.0/16"}, CoreDNSVersion: tc.written}.Servers()
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs := platformObjects("kubeadm")
-		for _, o := range objs {
-			switch o := o.(type) {
-			case *corev1.ConfigMap:
-				if o.Name == "coredns" {
-					o.Data["Corefile"] = front.Merge(front.KubeadmCorefile, front.Corefile(servers))
-				}
-			case *appsv1.Deployment:
-				o.Spec.Template.Spec.Containers[0].Image = strings.TrimSuffix("registry.k8s.io/coredns/coredns:v"+tc.image, ":v")
-			}
-		}
+		objs := kubeadmFront(t, tc.image, tc.written)
 		var warns, fails []string
 		for _, l := range reviewLines(t, objs) {
 			switch l.Status {
@@ -157,21 +168,7 @@ func TestFrontReviewPath(t *testing.T) {
 		{"1.14.6", ok, "the standalone path behind CoreDNS 1.14.6 (image "},
 		{"", "", "the standalone path"},
 	} {
-		servers, err := front.Options{Standalone: testStandaloneIP, ReverseCIDRs: []string{"10.42.0.0/16"}, CoreDNSVersion: tc.image}.Servers()
-		if err != nil {
-			t.Fatal(err)
-		}
-		objs := platformObjects("kubeadm")
-		for _, o := range objs {
-			switch o := o.(type) {
-			case *corev1.ConfigMap:
-				if o.Name == "coredns" {
-					o.Data["Corefile"] = front.Merge(front.KubeadmCorefile, front.Corefile(servers))
-				}
-			case *appsv1.Deployment:
-				o.Spec.Template.Spec.Containers[0].Image = strings.TrimSuffix("registry.k8s.io/coredns/coredns:v"+tc.image, ":v")
-			}
-		}
+		objs := kubeadmFront(t, tc.image, tc.image)
 		var found []string
 		for _, l := range reviewLines(t, objs) {
 			if strings.Contains(l.Message, "the standalone path") {

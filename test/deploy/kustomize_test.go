@@ -387,7 +387,6 @@ func createCoreDNSAs(t *testing.T, kube kubernetes.Interface, manager string) {
 func TestSwapAfterEKSAddOn(t *testing.T) {
 	k, cp := newKubectl(t)
 	kube := kubernetes.NewForConfigOrDie(cp.Config)
-	ctx := t.Context()
 	waitNamespace(t, kube, metav1.NamespaceSystem)
 	createCoreDNSAs(t, kube, "eks")
 	out, err := k.run("apply", "--server-side", "--dry-run=server", "-k", "manifests")
@@ -395,20 +394,28 @@ func TestSwapAfterEKSAddOn(t *testing.T) {
 		t.Errorf("want a conflict with the eks field manager without --force-conflicts, got err %v:\n%s", err, out)
 	}
 	k.must("apply", "--server-side", "--force-conflicts", "-k", "manifests")
-	after, err := kube.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+	expectSwapped(t, kube)
+}
+
+// expectSwapped checks that kube-system/coredns runs this image with
+// manifests/corefile's Corefile, and returns the Deployment.
+func expectSwapped(t *testing.T, kube kubernetes.Interface) *appsv1.Deployment {
+	t.Helper()
+	after, err := kube.AppsV1().Deployments("kube-system").Get(t.Context(), "coredns", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := after.Spec.Template.Spec.Containers[0].Image; got != image {
 		t.Errorf("image after the swap: %s, want %s", got, image)
 	}
-	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(t.Context(), "coredns", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cm.Data["Corefile"] != shippedCorefile(t) {
 		t.Errorf("Corefile after the swap:\n%s\nwant manifests/corefile's", cm.Data["Corefile"])
 	}
+	return after
 }
 
 // TestSwapManifests runs the swap of docs/deploy.md on a cluster with
@@ -453,26 +460,13 @@ func TestSwapManifests(t *testing.T) {
 
 	k.must("apply", "--server-side", "--force-conflicts", "-k", "manifests")
 
-	after, err := kube.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := after.Spec.Template.Spec.Containers[0].Image; got != image {
-		t.Errorf("image after the swap: %s, want %s", got, image)
-	}
+	after := expectSwapped(t, kube)
 	// Everything but the image and the probes' timing is kubeadm's still.
 	want := before.Spec.DeepCopy()
 	want.Template.Spec.Containers[0].Image = image
 	swapProbes(&want.Template.Spec.Containers[0])
 	if !equalJSON(t, want, &after.Spec) {
 		t.Errorf("the swap changed more than the image and the probes' timing:\nbefore %s\nafter  %s", toJSON(t, before.Spec), toJSON(t, after.Spec))
-	}
-	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cm.Data["Corefile"] != shippedCorefile(t) {
-		t.Errorf("Corefile after the swap:\n%s\nwant manifests/corefile's", cm.Data["Corefile"])
 	}
 	for _, name := range []string{"system:coredns-multicluster", "system:coredns"} {
 		if _, err := kube.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{}); err != nil {
@@ -511,7 +505,7 @@ func TestSwapManifests(t *testing.T) {
 	if !equalJSON(t, want, &restored.Spec) {
 		t.Errorf("rolled back Deployment differs:\nbefore %s\nafter  %s", toJSON(t, before.Spec), toJSON(t, restored.Spec))
 	}
-	cm, err = kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+	cm, err := kube.CoreV1().ConfigMaps("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

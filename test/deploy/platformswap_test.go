@@ -11,15 +11,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -30,6 +27,7 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/internal/front"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
+	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
 // docBlock returns the fenced code block that follows the first line of
@@ -102,22 +100,15 @@ func copyTree(t *testing.T, src, dst string) {
 func canI(t *testing.T, k *kubectl, verb, resource string, want bool) {
 	t.Helper()
 	answer := map[bool]string{true: "yes", false: "no"}[want]
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Eventually(t, 10*time.Second, fmt.Sprintf("kubectl auth can-i %s %s as kube-system/coredns: %s", verb, resource, answer), func() (bool, string) {
 		// can-i exits 1 when the answer is no: the answer is its output.
 		// Its last line: kubectl warns first about a resource the server
 		// does not serve yet.
 		out, _ := k.run("auth", "can-i", "--as=system:serviceaccount:kube-system:coredns", verb, resource)
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		got := strings.TrimSpace(lines[len(lines)-1])
-		if got == answer {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kubectl auth can-i %s %s as kube-system/coredns: %q, want %q", verb, resource, got, answer)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return got == answer, got
+	})
 }
 
 // The rights the multicluster plugin needs (README.md, "Corefile").
@@ -415,26 +406,11 @@ func TestSwapOnRKE2(t *testing.T) {
 // match exactly once.
 func k3sLocalCorefile(t *testing.T, corefile string, p ports, kubeconfig, dir string) string {
 	t.Helper()
-	edits := []struct{ re, repl string }{
-		{`(?m)^\.:53 \{$`, fmt.Sprintf(".:%d {", p.dns)},
-		{`(?m)^(\s+)health \{$`, fmt.Sprintf("${1}health 127.0.0.1:%d {", p.health)},
-		{`(?m)^(\s+)ready$`, fmt.Sprintf("${1}ready 127.0.0.1:%d", p.ready)},
-		{`(?m)^(\s+)prometheus :9153$`, fmt.Sprintf("${1}prometheus 127.0.0.1:%d", p.metrics)},
-		{`(?m)^\s+forward \. /etc/resolv\.conf\n`, ""},
-		{`(?m)^(\s+)(multicluster [^\n{]*\{)$`, "${1}${2}\n${1}    kubeconfig " + kubeconfig},
-		{`(?m)^(\s+)(kubernetes [^\n{]*\{)$`, "${1}${2}\n${1}    kubeconfig " + kubeconfig},
-		{`/etc/coredns/NodeHosts`, filepath.Join(dir, "NodeHosts")},
-		{`(?m)^(\s+)import /etc/coredns/custom/\*\.override$`, "${1}import " + filepath.Join(dir, "custom", "*.override")},
-		{`(?m)^import /etc/coredns/custom/\*\.server$`, "import " + filepath.Join(dir, "custom", "*.server")},
-	}
-	for _, e := range edits {
-		re := regexp.MustCompile(e.re)
-		if n := len(re.FindAllStringIndex(corefile, -1)); n != 1 {
-			t.Fatalf("the k3s Corefile matches %s %d times, want once:\n%s", e.re, n, corefile)
-		}
-		corefile = re.ReplaceAllString(corefile, e.repl)
-	}
-	return corefile
+	return editCorefile(t, "the k3s Corefile", corefile, append(loopbackEdits(p, kubeconfig),
+		corefileEdit{`/etc/coredns/NodeHosts`, filepath.Join(dir, "NodeHosts")},
+		corefileEdit{`(?m)^(\s+)import /etc/coredns/custom/\*\.override$`, "${1}import " + filepath.Join(dir, "custom", "*.override")},
+		corefileEdit{`(?m)^import /etc/coredns/custom/\*\.server$`, "import " + filepath.Join(dir, "custom", "*.server")},
+	))
 }
 
 // TestK3sCorefile runs docs/deploy.md's k3s Corefile with this image's
@@ -477,26 +453,7 @@ func TestK3sCorefile(t *testing.T) {
 
 	_, corefile := k3sCorefile(t)
 	corefile = k3sLocalCorefile(t, corefile, p, cp.Kubeconfig, dir)
-	path := filepath.Join(dir, "Corefile")
-	writeFile(t, path, corefile)
-	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", p.dns), ports: p, log: &harness.Output{}, exited: make(chan struct{})}
-	cmd := exec.Command(corednsBinary(t), "-conf", path)
-	cmd.Stdout, cmd.Stderr = s.log, s.log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); close(s.exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-s.exited
-		if t.Failed() {
-			t.Logf("Corefile:\n%s\ncoredns log:\n%s", corefile, s.log.String())
-		}
-	})
-	s.waitFor(t, 30*time.Second, "/ready to answer 200 and DNS to answer", func() bool {
-		_, err := s.query("ping.invalid.", dns.TypeA)
-		return err == nil && s.isReady()
-	})
+	s := runCoreDNS(t, corefile, p, dir)
 	for _, c := range []struct {
 		name, want, what string
 	}{

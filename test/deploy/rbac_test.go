@@ -60,7 +60,25 @@ type ports struct{ dns, health, ready, metrics int }
 // half-rewritten.
 func localCorefile(t *testing.T, corefile string, p ports, kubeconfig string, withKubernetes bool) string {
 	t.Helper()
-	edits := []struct{ re, repl string }{
+	corefile = editCorefile(t, "the shipped Corefile", corefile, loopbackEdits(p, kubeconfig))
+	if !withKubernetes {
+		re := regexp.MustCompile(`(?ms)^(\s+)kubernetes [^\n]*\{\n.*?^\s+\}\n`)
+		if n := len(re.FindAllStringIndex(corefile, -1)); n != 1 {
+			t.Fatalf("cannot find the kubernetes block in:\n%s", corefile)
+		}
+		corefile = re.ReplaceAllString(corefile, "")
+	}
+	return corefile
+}
+
+// corefileEdit replaces what re matches by repl.
+type corefileEdit struct{ re, repl string }
+
+// loopbackEdits make a shipped Corefile run on loopback: the ports p
+// instead of 53, 8080, 8181 and 9153, kubeconfig for both Kubernetes
+// plugins, and no forward (there is no upstream resolver to reach here).
+func loopbackEdits(p ports, kubeconfig string) []corefileEdit {
+	return []corefileEdit{
 		{`(?m)^\.:53 \{$`, fmt.Sprintf(".:%d {", p.dns)},
 		{`(?m)^(\s+)health \{$`, fmt.Sprintf("${1}health 127.0.0.1:%d {", p.health)},
 		{`(?m)^(\s+)ready$`, fmt.Sprintf("${1}ready 127.0.0.1:%d", p.ready)},
@@ -69,19 +87,19 @@ func localCorefile(t *testing.T, corefile string, p ports, kubeconfig string, wi
 		{`(?m)^(\s+)(multicluster [^\n{]*\{)$`, "${1}${2}\n${1}    kubeconfig " + kubeconfig},
 		{`(?m)^(\s+)(kubernetes [^\n{]*\{)$`, "${1}${2}\n${1}    kubeconfig " + kubeconfig},
 	}
+}
+
+// editCorefile applies edits to corefile (what) in turn; each must match
+// exactly once, so that a changed Corefile fails here instead of being
+// tested half-rewritten.
+func editCorefile(t *testing.T, what, corefile string, edits []corefileEdit) string {
+	t.Helper()
 	for _, e := range edits {
 		re := regexp.MustCompile(e.re)
 		if n := len(re.FindAllStringIndex(corefile, -1)); n != 1 {
-			t.Fatalf("the shipped Corefile matches %s %d times, want once:\n%s", e.re, n, corefile)
+			t.Fatalf("%s matches %s %d times, want once:\n%s", what, e.re, n, corefile)
 		}
 		corefile = re.ReplaceAllString(corefile, e.repl)
-	}
-	if !withKubernetes {
-		re := regexp.MustCompile(`(?ms)^(\s+)kubernetes [^\n]*\{\n.*?^\s+\}\n`)
-		if n := len(re.FindAllStringIndex(corefile, -1)); n != 1 {
-			t.Fatalf("cannot find the kubernetes block in:\n%s", corefile)
-		}
-		corefile = re.ReplaceAllString(corefile, "")
 	}
 	return corefile
 }
@@ -100,7 +118,14 @@ func startCoreDNS(t *testing.T, kubeconfig string, withKubernetes bool) *server 
 	t.Helper()
 	p := ports{dns: harness.FreePort(t), health: harness.FreePort(t), ready: harness.FreePort(t), metrics: harness.FreePort(t)}
 	corefile := localCorefile(t, shippedCorefile(t), p, kubeconfig, withKubernetes)
-	path := filepath.Join(t.TempDir(), "Corefile")
+	return runCoreDNS(t, corefile, p, t.TempDir())
+}
+
+// runCoreDNS runs corefile, written into dir, on the ports p, and waits
+// until it answers DNS and /ready says 200; the test's cleanup stops it.
+func runCoreDNS(t *testing.T, corefile string, p ports, dir string) *server {
+	t.Helper()
+	path := filepath.Join(dir, "Corefile")
 	writeFile(t, path, corefile)
 	s := &server{addr: fmt.Sprintf("127.0.0.1:%d", p.dns), ports: p, log: &harness.Output{}, exited: make(chan struct{})}
 	cmd := exec.Command(corednsBinary(t), "-conf", path)
