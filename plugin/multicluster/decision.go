@@ -44,57 +44,111 @@ const (
 	whyNone reason = iota
 
 	// serve's, before any zone's own rules.
-	whyNotOneQuestion // not one question: passed on
-	whyNotWireName    // lowering changed the name's length: no name from the wire, passed on
-	whyNoZone         // in no zone of the plugin: passed on
-	whyClass          // not class IN: refused in clusterset zones, passed on elsewhere
-	whyDegraded       // an API or a permission is missing (decision.degraded)
-	whyNotSynced      // the caches have not synced yet
-	whyTransfer       // AXFR or IXFR, which no transfer plugin served: refused
+	whyNotOneQuestion
+	whyNotWireName
+	whyNoZone
+	whyClass
+	whyDegraded
+	whyNotSynced
+	whyTransfer
 
 	// serve's, in fallback zones; after them the resolver's decide.
-	whyNotService        // not a service's name, nor below one: passed on
-	whyNoLocalServices   // no local Services are known: passed on
-	whyLocalNotSynced    // the local Services have not synced: passed on
-	whyLocalWins         // a local Service of the name exists, and it does not fail over
-	whyLocalExternalName // the local Service is an ExternalName Service: it never fails over
-	whyLocalReady        // the local Service has a ready endpoint: it does not fail over
-	whyOutOfScope        // the fallback scope keeps the import local (view.scope says how)
+	whyNotService
+	whyNoLocalServices
+	whyLocalNotSynced
+	whyLocalWins
+	whyLocalExternalName
+	whyLocalReady
+	whyOutOfScope
 
 	// serve's, in reverse zones.
-	whyNotPTR            // not a PTR query: passed on
-	whyNoPTRZone         // no clusterset zone to name an address in: passed on
-	whyNotAddress        // not the reverse name of an address: passed on
-	whyPointer           // the trust model's verdict decided (decision.ptr)
-	whyLocalEndpointName // passed on, where the kubernetes plugin could send no answer: the local endpoint's name
-	whyKubeFallthrough   // passed on, where the kubernetes plugin could send no answer: it falls through
-	whyKubeNXDomain      // passed on, where the kubernetes plugin could send no answer: its NXDOMAIN
+	whyNotPTR
+	whyNoPTRZone
+	whyNotAddress
+	whyPointer
+	whyLocalEndpointName
+	whyKubeFallthrough
+	whyKubeNXDomain
 
 	// The resolver's (answer.why): what the name holds.
-	whyApex               // the zone's apex: SOA and NS
-	whyDNSVersion         // dns-version: the schema version, TXT
-	whyStructure          // ns.dns, dns, svc: names of the zone's own, with no records
-	whyNamespace          // a namespace with imports: a name with no records
-	whyNoNamespace        // a namespace without imports: NXDOMAIN
-	whyNotSchema          // no name of the MCS DNS schema: NXDOMAIN
-	whyNoImport           // no import of the service: NXDOMAIN (passed on in fallback zones)
-	whyReserved           // cluster.svc.ns.svc, no host name below: NXDOMAIN
-	whyReservedAbove      // cluster.svc.ns.svc with host names below: NODATA
-	whyNoReadyEndpoint    // a headless import without a ready endpoint has no names
-	whyNoSlices           // a headless import whose controller writes no EndpointSlices has no names
-	whyNoSuchPort         // no port of that name and protocol: NXDOMAIN
-	whyPortType           // a port name holds SRV records alone: NODATA
-	whyServiceType        // a service name holds A, AAAA and SRV alone: NODATA
-	whyNoPorts            // SRV of an import without ports: NODATA
-	whyHostOfClusterSetIP // host names exist for headless imports alone: NXDOMAIN
-	whyNoSuchHost         // no ready endpoint of that name in that cluster: NXDOMAIN
-	whyClusterAbove       // the labels of a cluster id with host names below: NODATA
-	whyNoName             // any other name below a service: NXDOMAIN
-	whyHost               // a ready endpoint's name: its addresses
-	whyAddresses          // the service's addresses (answer.source)
-	whySRV                // the service's SRV records, one per port
-	whyPortSRV            // a port's SRV records
+	whyApex
+	whyDNSVersion
+	whyStructure
+	whyNamespace
+	whyNoNamespace
+	whyNotSchema
+	whyNoImport
+	whyReserved
+	whyReservedAbove
+	whyNoReadyEndpoint
+	whyNoSlices
+	whyNoSuchPort
+	whyPortType
+	whyServiceType
+	whyNoPorts
+	whyHostOfClusterSetIP
+	whyNoSuchHost
+	whyClusterAbove
+	whyNoName
+	whyHost
+	whyAddresses
+	whySRV
+	whyPortSRV
+
+	whyCount // the number of reasons
 )
+
+// reasonTexts states each reason's rule, as explain ends with it: every
+// reason has one (TestEveryReasonHasText).
+var reasonTexts = [whyCount]string{
+	whyNotOneQuestion:     "not one question: passed on",
+	whyNotWireName:        "lowering the name changed its length, and no object has such a name: passed on",
+	whyNoZone:             "in no zone of the plugin: passed on",
+	whyClass:              "not class IN: refused in clusterset zones, passed on elsewhere",
+	whyDegraded:           "an API or a permission the plugin needs is missing: SERVFAIL in clusterset zones, passed on elsewhere",
+	whyNotSynced:          "the caches have not synced yet: SERVFAIL in clusterset zones, passed on elsewhere",
+	whyTransfer:           "AXFR or IXFR, which no transfer plugin served: refused",
+	whyNotService:         "not a service's name, nor below one: passed on",
+	whyNoLocalServices:    "no local Services are known: passed on",
+	whyLocalNotSynced:     "the local Services have not synced: passed on",
+	whyLocalWins:          "a local Service of the name exists, and it does not fail over",
+	whyLocalExternalName:  "the local Service is an ExternalName Service: it never fails over",
+	whyLocalReady:         "the local Service has a ready endpoint: it does not fail over",
+	whyOutOfScope:         "the fallback scope keeps the import's name local: passed on",
+	whyNotPTR:             "not a PTR query: passed on",
+	whyNoPTRZone:          "no clusterset zone to name an address in: passed on",
+	whyNotAddress:         "not the reverse name of an address: passed on",
+	whyPointer:            "the claims on the address decided, by the PTR trust rules",
+	whyLocalEndpointName:  "passed on, where the kubernetes plugin could send no answer: the local endpoint's name",
+	whyKubeFallthrough:    "passed on, where the kubernetes plugin could send no answer: it falls through",
+	whyKubeNXDomain:       "passed on, where the kubernetes plugin could send no answer: its NXDOMAIN",
+	whyApex:               "the zone's apex: SOA and NS",
+	whyDNSVersion:         "dns-version: the schema version, TXT",
+	whyStructure:          "ns.dns, dns, svc: names of the zone's own, with no records",
+	whyNamespace:          "a namespace with imports: a name with no records",
+	whyNoNamespace:        "a namespace without imports: NXDOMAIN",
+	whyNotSchema:          "no name of the MCS DNS schema: NXDOMAIN",
+	whyNoImport:           "no import of the service: NXDOMAIN (passed on in fallback zones)",
+	whyReserved:           "cluster.svc.ns.svc, no host name below: NXDOMAIN",
+	whyReservedAbove:      "cluster.svc.ns.svc with host names below: NODATA",
+	whyNoReadyEndpoint:    "a headless import without a ready endpoint has no names",
+	whyNoSlices:           "a headless import whose controller writes no EndpointSlices has no names",
+	whyNoSuchPort:         "no port of that name and protocol: NXDOMAIN",
+	whyPortType:           "a port name holds SRV records alone: NODATA",
+	whyServiceType:        "a service name holds A, AAAA and SRV alone: NODATA",
+	whyNoPorts:            "SRV of an import without ports: NODATA",
+	whyHostOfClusterSetIP: "host names exist for headless imports alone: NXDOMAIN",
+	whyNoSuchHost:         "no ready endpoint of that name in that cluster: NXDOMAIN",
+	whyClusterAbove:       "the labels of a cluster id with host names below: NODATA",
+	whyNoName:             "any other name below a service: NXDOMAIN",
+	whyHost:               "a ready endpoint's name: its addresses",
+	whyAddresses:          "the service's addresses",
+	whySRV:                "the service's SRV records, one per port",
+	whyPortSRV:            "a port's SRV records",
+}
+
+// text is the reason's rule, in words.
+func (w reason) text() string { return reasonTexts[w] }
 
 // ofName reports whether the resolver gave the reason: what the name
 // holds decided, not serve's rules.

@@ -45,6 +45,26 @@ func TestReasonOfName(t *testing.T) {
 	}
 }
 
+// TestEveryReasonHasText: explain ends with the text of the reason that
+// decided, so a reason added without one would leave an operator a blank.
+func TestEveryReasonHasText(t *testing.T) {
+	seen := map[string]reason{}
+	for w := whyNone + 1; w < whyCount; w++ {
+		text := w.text()
+		if text == "" {
+			t.Errorf("reason %d has no text in reasonTexts", w)
+			continue
+		}
+		if other, dup := seen[text]; dup {
+			t.Errorf("reasons %d and %d have the same text %q", other, w, text)
+		}
+		seen[text] = w
+	}
+	if whyNone.text() != "" {
+		t.Errorf("whyNone, no decision, has the text %q", whyNone.text())
+	}
+}
+
 func TestDecisionResolved(t *testing.T) {
 	r := new(dns.Msg)
 	r.SetQuestion("web.ns1.svc.clusterset.local.", dns.TypeA)

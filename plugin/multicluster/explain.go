@@ -37,7 +37,11 @@ func (m *Multicluster) Explain(r *dns.Msg) Explanation {
 	var d decision
 	rec := dnstest.NewRecorder(OfflineWriter{})
 	handled, _, _ := m.serve(context.Background(), rec, r, &d)
-	return Explanation{Steps: m.describe(r, &d), Handled: handled && rec.Msg != nil, Answer: rec.Msg}
+	steps := m.describe(r, &d)
+	if d.why != whyNone {
+		steps = append(steps, "decided by: "+d.why.text())
+	}
+	return Explanation{Steps: steps, Handled: handled && rec.Msg != nil, Answer: rec.Msg}
 }
 
 // describe says, step by step, what d records about r.

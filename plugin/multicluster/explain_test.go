@@ -34,6 +34,11 @@ func TestExplainAnswersAsServeDNS(t *testing.T) {
 		}
 		if len(e.Steps) == 0 {
 			t.Errorf("%s %s: no steps", tc.Qname, dns.TypeToString[tc.Qtype])
+			continue
+		}
+		// Every path through serve records the rule that decided.
+		if last := e.Steps[len(e.Steps)-1]; !strings.HasPrefix(last, "decided by: ") || last == "decided by: " {
+			t.Errorf("%s %s: the steps end without the rule that decided: %q", tc.Qname, dns.TypeToString[tc.Qtype], last)
 		}
 	}
 }
