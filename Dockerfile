@@ -28,6 +28,7 @@ ARG GOPROXY
 # Module downloads are cached in their own layer, rebuilt only when go.mod or
 # go.sum change.
 COPY go.mod go.sum ./
+COPY plugin/multicluster/go.mod plugin/multicluster/go.sum ./plugin/multicluster/
 RUN go mod download
 COPY . .
 ARG TARGETOS

@@ -116,15 +116,27 @@ TEST_ORDER := build.sh kube:kube-apiserver,etcd,kubectl helm; build.sh prometheu
 TEST_ALL_FIRST := ./test/swap/ ./test/e2e/ ./test/release/
 TEST_ALL_ORDER := build.sh kube helm; stock 1.14.4; build.sh prometheus mcs; stock; build.sh conformance; build.sh $(RELEASE_TESTBIN_SETS); build.sh karmada
 
+# The plugin is a module of its own (plugin/multicluster/go.mod), so that a
+# CoreDNS build that takes it is raised no further than the plugin needs.
+# This module requires it and replaces it with that directory, so its
+# packages are named by import path here: a relative path would be outside
+# this module. Tested that way they build at this module's versions, which
+# the release ships, and share make build's compiled packages. The fuzzer
+# runs inside the plugin's module (go test -fuzz takes only packages of the
+# main module); test/externalbuild runs the plugin's tests there too, at the
+# versions its go.mod asks for.
+PLUGIN := github.com/coredns-mcs/coredns-mcs/plugin/multicluster
+PLUGIN_DIR := plugin/multicluster
+
 # unit: what both tiers run first, in the foreground, while the chain
 # builds.
 define unit_tests
 	$(MAKE) --no-print-directory lint; \
 	$(MAKE) --no-print-directory build; \
-	$(GO) test -race -count=1 ./plugin/... ./internal/...; \
-	$(NORACE) -run '$(HOSTILE_TESTS)' ./plugin/multicluster/; \
-	$(GO) test -run '^$$' -fuzz FuzzHostileObjects -fuzztime $(FUZZTIME) ./plugin/multicluster/; \
-	$(GO) test -run '^$$' -fuzz FuzzHostileShapes -fuzztime $(FUZZTIME) ./plugin/multicluster/; \
+	$(GO) test -race -count=1 $(PLUGIN)/... ./internal/...; \
+	$(NORACE) -run '$(HOSTILE_TESTS)' $(PLUGIN); \
+	(cd $(PLUGIN_DIR) && $(GO) test -run '^$$' -fuzz FuzzHostileObjects -fuzztime $(FUZZTIME) .); \
+	(cd $(PLUGIN_DIR) && $(GO) test -run '^$$' -fuzz FuzzHostileShapes -fuzztime $(FUZZTIME) .); \
 	$(NORACE) ./coredns/...;
 endef
 
@@ -171,7 +183,7 @@ testbin-chain: ## build the test binaries in the order the suites need them (mak
 	@GO='$(GO)' bash test/testbin/chain.sh '$(TESTBIN_ORDER)'
 
 test-unit: ## unit tests only (seconds)
-	$(GO) test -race -count=1 ./plugin/... ./internal/...
+	$(GO) test -race -count=1 $(PLUGIN)/... ./internal/...
 	$(NORACE) -short ./coredns/...
 
 # make run's ports on 127.0.0.1: PORT (DNS, default 1053), HEALTH_PORT,
@@ -329,7 +341,10 @@ release-check: ## verify the archives in release/
 # build/OS/ARCH/, or of build/coredns and build/kubectl-mcs without it. No
 # serial number or timestamp, so that the same binary gives the same SBOM.
 # GOOS and GOARCH are the binary's: cyclonedx-gomod takes the platform of
-# its package URLs from them, not from the binary.
+# its package URLs from them, not from the binary. The plugin's module,
+# built from its directory (go.mod's replace), is then named by its module
+# path at the release version (relver sbom), not ./plugin/multicluster at
+# (devel).
 SBOM_DIR ?= build
 SBOM_PLATFORMS ?=
 
@@ -350,6 +365,7 @@ sbom: ## CycloneDX SBOMs of the binaries, $(SBOM_DIR)/coredns-mcs_VERSION_OS_ARC
 			[ -x "$$b" ] || { echo "sbom: no $$b: build it first (make release builds every platform)" >&2; exit 1; }; \
 			out='$(SBOM_DIR)'/coredns-mcs_$(REL_VERSION)_$${p%/*}_$${p#*/}_$${b##*/}.cdx.json; \
 			GOOS=$${p%/*} GOARCH=$${p#*/} "$$bin" bin -json -std -noserial -notimestamp -version '$(REL_VERSION)' -output "$$out" "$$b"; \
+			$(RELVER) sbom -version '$(REL_VERSION)' "$$out"; \
 			echo "sbom: $$out" >&2; \
 		done; \
 	done
@@ -359,7 +375,7 @@ sbom: ## CycloneDX SBOMs of the binaries, $(SBOM_DIR)/coredns-mcs_VERSION_OS_ARC
 # pins): the calls of the packages a release ships (coredns, kubectl-mcs)
 # into vulnerable code of their dependencies and of the standard library. It
 # fails on a finding; a release must pass it (docs/release.md).
-VULNCHECK_PACKAGES := ./coredns/... ./cmd/... ./internal/... ./plugin/...
+VULNCHECK_PACKAGES := ./coredns/... ./cmd/... ./internal/... $(PLUGIN)/...
 
 vulncheck: ## govulncheck of what a release ships, with the offline vulnerability database (test/testbin/vuln)
 	@set -euo pipefail; dir=$$(bash test/testbin/build.sh vuln); \
@@ -371,7 +387,8 @@ help: ## this list: the targets and what they do
 
 lint: ## gofmt and go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	CGO_ENABLED=0 $(GO) vet -trimpath ./...  # make build's flags: its compiled packages serve vet too
+	CGO_ENABLED=0 $(GO) vet -trimpath ./... $(PLUGIN)/...  # make build's flags: its compiled packages serve vet too
+	@cd $(PLUGIN_DIR) && $(GO) mod tidy -diff || { echo "$(PLUGIN_DIR)/go.mod or go.sum is not tidy: run go mod tidy there" >&2; exit 1; }
 
 clean:
 	rm -rf build release

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	discovery "k8s.io/api/discovery/v1"
 
-	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
+	"github.com/coredns-mcs/coredns-mcs/plugin/multicluster/dnscheck"
 )
 
 // bigHeadlessPlugin serves a dual-stack headless import of 10,000 endpoints

@@ -10,7 +10,7 @@ import (
 	"github.com/miekg/dns"
 	core "k8s.io/api/core/v1"
 
-	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
+	"github.com/coredns-mcs/coredns-mcs/plugin/multicluster/dnscheck"
 )
 
 // fakeLocal is a set of local ClusterIP Services, each with a ready endpoint.

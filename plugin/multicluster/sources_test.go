@@ -8,7 +8,7 @@ import (
 	"github.com/coredns/coredns/plugin/test"
 	"github.com/miekg/dns"
 
-	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
+	"github.com/coredns-mcs/coredns-mcs/plugin/multicluster/dnscheck"
 	core "k8s.io/api/core/v1"
 	discovery "k8s.io/api/discovery/v1"
 )

@@ -26,7 +26,7 @@ import (
 	mcsclient "sigs.k8s.io/mcs-api/pkg/client/clientset/versioned"
 	"sigs.k8s.io/yaml"
 
-	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
+	"github.com/coredns-mcs/coredns-mcs/plugin/multicluster/dnscheck"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/apply"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 

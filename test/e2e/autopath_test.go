@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	meta "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
+	"github.com/coredns-mcs/coredns-mcs/plugin/multicluster/dnscheck"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/harness"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/coredns-mcs/coredns-mcs/internal/dnscheck"
+	"github.com/coredns-mcs/coredns-mcs/plugin/multicluster/dnscheck"
 	"github.com/coredns-mcs/coredns-mcs/test/internal/controlplane"
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"

@@ -33,16 +33,23 @@ import (
 	"github.com/coredns-mcs/coredns-mcs/test/internal/poll"
 )
 
-// The CoreDNS releases the plugin is built into: the one this module
-// requires, and the oldest whose own code compiles against the versions
-// this module requires (client-go v0.37.1, quic-go v0.64.1): 1.12.2 and
-// before set cache.Config's RetryOnError, which client-go v0.37.1 no longer
-// has, and use quic.Connection, which quic-go v0.64.1 no longer has.
+// The CoreDNS releases the plugin is built into: the one the plugin's
+// go.mod requires (first), and the oldest whose own code compiles against
+// what the plugin needs. The plugin's informer takes client-go v0.37's
+// (cache.RealFIFOOptions, cache.DoneChecker, ListWatch's context funcs), so
+// an older CoreDNS is raised to k8s.io/client-go v0.37.1; 1.12.2 and before
+// set cache.Config's RetryOnError, which v0.37.1 no longer has, and use
+// quic.Connection, which quic-go v0.64.1 no longer has (the plugin's go.mod
+// lists it: CoreDNS 1.15.0's core/dnsserver, which the plugin imports, needs
+// it).
 var versions = []string{"v1.15.0", "v1.12.3"}
 
-// pluginLine is the line the plugin README's "Building it into your
-// CoreDNS" adds to CoreDNS's plugin.cfg.
-const pluginLine = "multicluster:github.com/coredns-mcs/coredns-mcs/plugin/multicluster"
+// pluginModule is the plugin's module; pluginLine the line the plugin
+// README's "Building it into your CoreDNS" adds to CoreDNS's plugin.cfg.
+const (
+	pluginModule = "github.com/coredns-mcs/coredns-mcs/plugin/multicluster"
+	pluginLine   = "multicluster:" + pluginModule
+)
 
 func TestExternalBuild(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
@@ -55,10 +62,19 @@ func TestExternalBuild(t *testing.T) {
 	}
 	// The steps of the README, as a user runs them, before the API server
 	// starts: each build takes the cores for a while.
+	pluginDir := filepath.Join(root, "plugin", "multicluster")
+	if got := requiredCoreDNS(t, pluginDir); got != versions[0] {
+		t.Fatalf("the plugin's go.mod requires CoreDNS %s; this test builds it into %s first: keep them one", got, versions[0])
+	}
 	built := map[string]string{}
 	for _, v := range versions {
-		bin, raised := buildInto(t, root, v)
+		bin, raised := buildInto(t, pluginDir, v)
 		built[v] = bin
+		if v == versions[0] && len(raised) > 0 {
+			// The version the plugin's go.mod names: it asks for nothing
+			// above what that CoreDNS already has.
+			t.Errorf("CoreDNS %s, the version the plugin's go.mod requires: the plugin raised %d of its modules:\n  %s", v, len(raised), strings.Join(raised, "\n  "))
+		}
 		var direct []string
 		for _, r := range raised {
 			if strings.HasPrefix(r, "k8s.io/") || strings.HasPrefix(r, "sigs.k8s.io/mcs-api ") || strings.HasPrefix(r, "github.com/miekg/dns ") || strings.HasPrefix(r, "github.com/prometheus/client_golang ") || strings.HasPrefix(r, "github.com/coredns/caddy ") {
@@ -67,6 +83,17 @@ func TestExternalBuild(t *testing.T) {
 		}
 		t.Logf("CoreDNS %s with the plugin: the plugin's go.mod raised %d modules of CoreDNS's, among them %s", v, len(raised), strings.Join(direct, ", "))
 	}
+	// The plugin's own tests, in its module, at the versions its go.mod asks
+	// for (make test runs them at this module's, which the release ships).
+	// With make build's flags, they reuse what the first build compiled.
+	began := time.Now()
+	cmd := exec.Command("go", "test", "-trimpath", "-count=1", "./...")
+	cmd.Dir = pluginDir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=readonly")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the plugin's tests in its own module: %v\n%s", err, out)
+	}
+	t.Logf("the plugin's tests passed in its own module, at the versions its go.mod requires, in %.0fs", time.Since(began).Seconds())
 
 	cp := controlplane.ForTest(t, controlplane.Options{InstallCRDs: true})
 	kube := kubernetes.NewForConfigOrDie(cp.Config)
@@ -87,10 +114,27 @@ func TestExternalBuild(t *testing.T) {
 	}
 }
 
-// buildInto follows the README in the module of CoreDNS version, with this
-// checkout in place of the plugin's published module, and returns the
-// binary and the modules whose versions the plugin's go.mod raised.
-func buildInto(t *testing.T, root, version string) (string, []string) {
+// requiredCoreDNS is the version of CoreDNS the go.mod in dir requires.
+func requiredCoreDNS(t *testing.T, dir string) string {
+	t.Helper()
+	gomod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range requirement.FindAllSubmatch(gomod, -1) {
+		if string(m[1]) == "github.com/coredns/coredns" {
+			return string(m[2])
+		}
+	}
+	t.Fatalf("%s/go.mod requires no github.com/coredns/coredns", dir)
+	return ""
+}
+
+// buildInto follows the README in the module of CoreDNS version, with the
+// plugin's directory of this checkout in place of its published module, and
+// returns the binary and the modules whose versions the plugin's go.mod
+// raised.
+func buildInto(t *testing.T, pluginDir, version string) (string, []string) {
 	t.Helper()
 	began := time.Now()
 	out, err := exec.Command("go", "mod", "download", "-json", "github.com/coredns/coredns@"+version).Output()
@@ -138,7 +182,7 @@ func buildInto(t *testing.T, root, version string) (string, []string) {
 		}
 	}
 	// What a published release of the plugin would be, this checkout.
-	run("go", "mod", "edit", "-require", "github.com/coredns-mcs/coredns-mcs@v0.0.0", "-replace", "github.com/coredns-mcs/coredns-mcs="+root)
+	run("go", "mod", "edit", "-require", pluginModule+"@v0.0.0", "-replace", pluginModule+"="+pluginDir)
 	run("go", "generate", "coredns.go")
 	bin := filepath.Join(src, "coredns")
 	run("go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, ".")

@@ -1,5 +1,7 @@
 // Package dnscheck holds assertions every DNS answer in the tests passes
-// through.
+// through: the plugin's own, and those of a distribution that builds it in.
+// It is a package of the plugin's module, not internal, so that such tests
+// can import it.
 package dnscheck
 
 import (

@@ -39,6 +39,11 @@ func (g goBench) nsPerOp(name string) (float64, bool) {
 // runGoBench runs the Go benchmarks of pkg that match pattern from the
 // repository root, pinned to cpus with taskset when cpus is set (then
 // GOMAXPROCS is 1).
+// pluginPackage is the plugin's import path. It is a module of its own that
+// this module replaces with its directory, so a relative path would name no
+// package of this module.
+const pluginPackage = "github.com/coredns-mcs/coredns-mcs/plugin/multicluster"
+
 func runGoBench(ctx context.Context, root, pkg, pattern string, count int, cpus string) goBench {
 	argv := []string{"go", "test", "-run", "^$", "-bench", pattern, "-benchmem", "-count", strconv.Itoa(count), pkg}
 	if cpus != "" {

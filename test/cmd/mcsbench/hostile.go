@@ -36,7 +36,7 @@ type hostileResult struct {
 func measureHostile(ctx context.Context, root, base string, count int) *hostileResult {
 	h := &hostileResult{base: base}
 	status("hostile-object benchmarks of this tree")
-	h.after = runGoBench(ctx, root, "./plugin/multicluster/", "Hostile", count, "")
+	h.after = runGoBench(ctx, root, pluginPackage, "Hostile", count, "")
 	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short", base).Output()
 	if err != nil {
 		h.err = fmt.Errorf("base revision %s: %w", base, err)
@@ -62,7 +62,7 @@ func measureHostile(ctx context.Context, root, base string, count int) *hostileR
 	}
 	status("hostile-object benchmarks of %s (%s)", base, h.baseCommit)
 	// Once: at the base, some take seconds an operation.
-	h.prev = runGoBench(ctx, dir, "./plugin/multicluster/", "Hostile", 1, "")
+	h.prev = runGoBench(ctx, dir, pluginPackage, "Hostile", 1, "")
 	return h
 }
 

@@ -256,7 +256,7 @@ func (b *bench) run(ctx context.Context) error {
 		}
 	}
 	if b.cfg.goBench && !b.cfg.hopOnly && !b.cfg.outageOnly {
-		for _, pkg := range []string{"github.com/coredns/coredns/plugin/kubernetes", "./plugin/multicluster/"} {
+		for _, pkg := range []string{"github.com/coredns/coredns/plugin/kubernetes", pluginPackage} {
 			status("go benchmarks of %s", pkg)
 			b.phase("Go benchmarks " + pkg)
 			cpus := ""
@@ -273,7 +273,7 @@ func (b *bench) run(ctx context.Context) error {
 		// parallel, on every CPU: pinned to one, that benchmark skips.
 		status("go benchmarks of lookups during churn, on every CPU")
 		b.phase("Go benchmarks, lookups during churn")
-		b.res.goBenches = append(b.res.goBenches, runGoBench(ctx, b.root, "./plugin/multicluster/", "LookupDuringChurn", b.cfg.benchCount, ""))
+		b.res.goBenches = append(b.res.goBenches, runGoBench(ctx, b.root, pluginPackage, "LookupDuringChurn", b.cfg.benchCount, ""))
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -14,6 +14,11 @@
 //	relver signkey -chart Chart.yaml -fingerprint FPR -url URL
 //	                         name the chart's signing key for ArtifactHub
 //	                         (artifacthub.io/signKey), in place
+//	relver sbom -version vX.Y.Z FILE...
+//	                         name this repository's own modules (the plugin's)
+//	                         in CycloneDX SBOMs by module path and version, in
+//	                         place, not by the directory the build replaced
+//	                         them with
 //
 // set and check work on the repository in the working directory (-root).
 // set dates the changelog section with SOURCE_DATE_EPOCH when it is set.
@@ -39,7 +44,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: relver set vX.Y.Z | check | krew -dir DIR -version V -url URL | sums -dir DIR | signkey -chart FILE -fingerprint FPR -url URL")
+		return fmt.Errorf("usage: relver set vX.Y.Z | check | krew -dir DIR -version V -url URL | sums -dir DIR | signkey -chart FILE -fingerprint FPR -url URL | sbom [-version V] FILE...")
 	}
 	fs := flag.NewFlagSet("relver "+args[0], flag.ContinueOnError)
 	root := fs.String("root", ".", "the repository")
@@ -124,6 +129,27 @@ func run(args []string) error {
 			return err
 		}
 		return os.WriteFile(*chart, data, 0o644)
+	case "sbom":
+		v := *version
+		if v == "" {
+			var err error
+			if v, err = release.ReadVersion(*root); err != nil {
+				return err
+			}
+		}
+		for _, f := range fs.Args() {
+			data, err := os.ReadFile(f)
+			if err == nil {
+				data, err = release.NameLocalModules(data, *root, v)
+			}
+			if err == nil {
+				err = os.WriteFile(f, data, 0o644)
+			}
+			if err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+		}
+		return nil
 	case "sums":
 		data, err := release.Checksums(*dir)
 		if err != nil {
