@@ -74,26 +74,23 @@ func NameLocalModules(sbom []byte, root, version string) ([]byte, error) {
 // renameRefs replaces every string of v that refs maps, at any depth: the
 // dependency graph's ref and dependsOn entries.
 func renameRefs(v any, refs map[string]string) {
+	rename := func(e any, set func(string)) {
+		if s, ok := e.(string); ok {
+			if r, ok := refs[s]; ok {
+				set(r)
+			}
+			return
+		}
+		renameRefs(e, refs)
+	}
 	switch v := v.(type) {
 	case map[string]any:
 		for k, e := range v {
-			if s, ok := e.(string); ok {
-				if r, ok := refs[s]; ok {
-					v[k] = r
-				}
-				continue
-			}
-			renameRefs(e, refs)
+			rename(e, func(r string) { v[k] = r })
 		}
 	case []any:
 		for i, e := range v {
-			if s, ok := e.(string); ok {
-				if r, ok := refs[s]; ok {
-					v[i] = r
-				}
-				continue
-			}
-			renameRefs(e, refs)
+			rename(e, func(r string) { v[i] = r })
 		}
 	}
 }

@@ -87,12 +87,9 @@ func run(args []string) error {
 		}
 		return nil
 	case "krew":
-		v := *version
-		if v == "" {
-			var err error
-			if v, err = release.ReadVersion(*root); err != nil {
-				return err
-			}
+		v, err := releaseVersion(*root, *version)
+		if err != nil {
+			return err
 		}
 		if *url == "" {
 			return fmt.Errorf("krew: -url is required")
@@ -104,12 +101,9 @@ func run(args []string) error {
 		_, err = os.Stdout.Write(data)
 		return err
 	case "published":
-		v := *version
-		if v == "" {
-			var err error
-			if v, err = release.ReadVersion(*root); err != nil {
-				return err
-			}
+		v, err := releaseVersion(*root, *version)
+		if err != nil {
+			return err
 		}
 		tagged, changed, err := release.PublishedChartChanges(*root, v, release.ChartDir)
 		if err != nil {
@@ -130,12 +124,9 @@ func run(args []string) error {
 		}
 		return os.WriteFile(*chart, data, 0o644)
 	case "sbom":
-		v := *version
-		if v == "" {
-			var err error
-			if v, err = release.ReadVersion(*root); err != nil {
-				return err
-			}
+		v, err := releaseVersion(*root, *version)
+		if err != nil {
+			return err
 		}
 		for _, f := range fs.Args() {
 			data, err := os.ReadFile(f)
@@ -159,4 +150,12 @@ func run(args []string) error {
 		return err
 	}
 	return fmt.Errorf("unknown command %q", args[0])
+}
+
+// releaseVersion is -version, or VERSION's when it is not given.
+func releaseVersion(root, flagged string) (string, error) {
+	if flagged != "" {
+		return flagged, nil
+	}
+	return release.ReadVersion(root)
 }
