@@ -223,6 +223,10 @@ func TestAlertsWithPrometheus(t *testing.T) {
 	expectAddresses(t, s, "web."+ns+".svc.clusterset.local.", dns.TypeA, propagation, "10.42.9.1")
 	expectAddresses(t, s, "web."+ns+".svc.cluster.local.", dns.TypeA, propagation, "10.42.9.1")
 	expectAddresses(t, s, "down."+ns+".svc.cluster.local.", dns.TypeA, propagation, "10.42.9.2")
+	// The scope's NXDOMAIN only once the import is known: before, the
+	// name has no import and is NXDOMAIN without the scope deciding, so
+	// no policy decision would be counted.
+	expectAddresses(t, s, "db."+quiet+".svc.clusterset.local.", dns.TypeA, propagation, "10.42.9.3")
 	expectRcode(t, s, "db."+quiet+".svc.cluster.local.", dns.TypeA, propagation, dns.RcodeNameError)
 	expectRcode(t, s, "1.9.42.10.in-addr.arpa.", dns.TypePTR, propagation, dns.RcodeSuccess)
 
